@@ -1,0 +1,1 @@
+//! Wire codec of imagegate (being written).

@@ -1,0 +1,1 @@
+//! Domain model of imagegate (being written).

@@ -1,0 +1,1 @@
+//! Registry manifest checker (being written).
