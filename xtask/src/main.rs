@@ -1,2 +1,37 @@
-//! Project tasks: `cargo xtask schemas [--check]`, `cargo xtask fixtures`, `cargo xtask test`.
-fn main() {}
+//! Project tasks, run as `cargo xtask <task>`:
+//!
+//! - `schemas [--check]`: write the JSON Schemas of the public wire types and of the registry manifest
+//!   into `schemas/`; with `--check`, fail when a committed schema is stale, missing or extra.
+//! - `test`: prepare the test environment (`scripts/setup-test-env.sh`: services, Python SDK venv,
+//!   browser) and run the whole test suite (nextest, then doctests).
+
+mod schemas;
+mod test;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("schemas") => schemas::run(args.iter().any(|a| a == "--check")),
+        Some("test") => test::run(&args[1..]),
+        _ => Err(usage()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() -> String {
+    "usage: cargo xtask schemas [--check] | cargo xtask test [--no-setup] [NEXTEST ARGS...]".to_owned()
+}
+
+/// The workspace root: xtask lives one folder below it.
+fn workspace_root() -> std::path::PathBuf {
+    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Prepares everything the test suite needs on a fresh machine. Idempotent: each step is skipped when its
+# result is already there. Called by `cargo xtask test` (the README's test command) and by .ci/run.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+OPENAI_SDK_VERSION="3.54.0"
+
+say() { printf '[setup] %s\n' "$*"; }
+
+# PostgreSQL at 127.0.0.1:5432 (trust auth) for the store tests.
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  say "starting PostgreSQL"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+  for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+fi
+pg_isready -h 127.0.0.1 -p 5432 >/dev/null || { say "PostgreSQL is not reachable on 127.0.0.1:5432"; exit 1; }
+
+# Redis at 127.0.0.1:6379 for the shared pool state tests.
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  say "starting Redis"
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log
+  for _ in $(seq 1 30); do redis-cli ping >/dev/null 2>&1 && break; sleep 1; done
+fi
+redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { say "Redis is not reachable on 127.0.0.1:6379"; exit 1; }
+
+# The official openai Python SDK, for the conformance tests (tests/python/).
+venv="$root/.venv"
+if ! "$venv/bin/python" -c "import openai, sys; sys.exit(openai.__version__ != '$OPENAI_SDK_VERSION')" 2>/dev/null; then
+  say "installing openai==$OPENAI_SDK_VERSION into .venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==$OPENAI_SDK_VERSION"
+fi
+say "ready: PostgreSQL, Redis, openai $OPENAI_SDK_VERSION in .venv"
