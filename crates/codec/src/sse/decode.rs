@@ -1,0 +1,245 @@
+//! Incremental Server-Sent Events decoder (WHATWG "event stream interpretation").
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+/// Default bound on the bytes one event may hold (line buffer plus data buffer).
+///
+/// A final image event carries the whole base64 image on one `data:` line, so the bound is generous.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 128 * 1024 * 1024;
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, `None` when the event had no (or an empty) event type.
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    /// The last event id seen on the stream (ids persist across events, as WHATWG says).
+    pub id: Option<String>,
+}
+
+/// Why decoding stopped.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SseError {
+    /// One event grew beyond the configured bound.
+    #[error("server-sent event larger than {limit} bytes")]
+    EventTooLarge {
+        /// The bound in bytes.
+        limit: usize,
+    },
+}
+
+/// Decoder state: feed chunks with [`SseDecoder::push`], take events with [`SseDecoder::pop`].
+///
+/// Lines may end in CR, LF or CRLF, and a chunk may end anywhere, including between CR and LF.
+/// Lines starting with `:` are comments. An event is dispatched on a blank line; an event whose
+/// data is empty is dropped (WHATWG). The text is decoded as UTF-8 with replacement characters.
+#[derive(Debug)]
+pub struct SseDecoder {
+    line: Vec<u8>,
+    skip_lf: bool,
+    at_stream_start: bool,
+    event_type: String,
+    data: String,
+    has_data: bool,
+    last_id: Option<String>,
+    retry_ms: Option<u64>,
+    comments: u64,
+    ready: VecDeque<SseEvent>,
+    max_event_bytes: usize,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SseDecoder {
+    /// A decoder with [`DEFAULT_MAX_EVENT_BYTES`].
+    pub fn new() -> Self {
+        Self::with_max_event_bytes(DEFAULT_MAX_EVENT_BYTES)
+    }
+
+    /// A decoder that fails once one event holds more than `max_event_bytes`.
+    pub fn with_max_event_bytes(max_event_bytes: usize) -> Self {
+        Self {
+            line: Vec::new(),
+            skip_lf: false,
+            at_stream_start: true,
+            event_type: String::new(),
+            data: String::new(),
+            has_data: false,
+            last_id: None,
+            retry_ms: None,
+            comments: 0,
+            ready: VecDeque::new(),
+            max_event_bytes,
+        }
+    }
+
+    /// Feeds the next chunk of the stream; complete events become available through [`Self::pop`].
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), SseError> {
+        let mut rest = chunk;
+        if self.skip_lf && !rest.is_empty() {
+            self.skip_lf = false;
+            if let Some(after) = rest.strip_prefix(b"\n") {
+                rest = after;
+            }
+        }
+        while let Some(pos) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            let (head, tail) = rest.split_at(pos);
+            let is_cr = tail.first() == Some(&b'\r');
+            let mut after = tail.get(1..).unwrap_or_default();
+            if is_cr {
+                if after.is_empty() {
+                    self.skip_lf = true;
+                } else if let Some(stripped) = after.strip_prefix(b"\n") {
+                    after = stripped;
+                }
+            }
+            if self.line.is_empty() {
+                self.process_line(head)?;
+            } else {
+                self.line.extend_from_slice(head);
+                let line = std::mem::take(&mut self.line);
+                self.process_line(&line)?;
+            }
+            rest = after;
+        }
+        if !rest.is_empty() {
+            self.line.extend_from_slice(rest);
+            self.check_size()?;
+        }
+        Ok(())
+    }
+
+    /// The next complete event, if any.
+    pub fn pop(&mut self) -> Option<SseEvent> {
+        self.ready.pop_front()
+    }
+
+    /// True when no partial line or undispatched event is pending: a stream that ends while this is
+    /// false was cut in the middle of an event (which WHATWG discards).
+    pub fn is_idle(&self) -> bool {
+        self.line.is_empty() && !self.has_data && self.event_type.is_empty()
+    }
+
+    /// The last `retry:` value seen, in milliseconds.
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
+    }
+
+    /// How many comment lines (e.g. `: keepalive`) were seen.
+    pub fn comments_seen(&self) -> u64 {
+        self.comments
+    }
+
+    fn check_size(&self) -> Result<(), SseError> {
+        if self.line.len() + self.data.len() > self.max_event_bytes {
+            return Err(SseError::EventTooLarge { limit: self.max_event_bytes });
+        }
+        Ok(())
+    }
+
+    fn process_line(&mut self, raw: &[u8]) -> Result<(), SseError> {
+        let mut raw = raw;
+        if self.at_stream_start {
+            self.at_stream_start = false;
+            if let Some(stripped) = raw.strip_prefix("\u{feff}".as_bytes()) {
+                raw = stripped;
+            }
+        }
+        if raw.is_empty() {
+            self.dispatch();
+            return Ok(());
+        }
+        if raw.first() == Some(&b':') {
+            self.comments += 1;
+            return Ok(());
+        }
+        let (name, value) = match raw.iter().position(|b| *b == b':') {
+            Some(colon) => {
+                let (name, value) = raw.split_at(colon);
+                let value = value.get(1..).unwrap_or_default();
+                (name, value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (raw, &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match name {
+            b"event" => self.event_type = value.into_owned(),
+            b"data" => {
+                self.data.push_str(&value);
+                self.data.push('\n');
+                self.has_data = true;
+                self.check_size()?;
+            }
+            b"id" if !value.contains('\0') => self.last_id = Some(value.into_owned()),
+            b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry_ms = value.parse().ok();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self) {
+        let event_type = std::mem::take(&mut self.event_type);
+        if !self.has_data {
+            return;
+        }
+        self.has_data = false;
+        let mut data = std::mem::take(&mut self.data);
+        if data.ends_with('\n') {
+            data.pop();
+        }
+        self.ready.push_back(SseEvent {
+            event: (!event_type.is_empty()).then_some(event_type),
+            data,
+            id: self.last_id.clone(),
+        });
+    }
+}
+
+/// Error of [`decode_stream`]: the body stream failed or an event was too large.
+#[derive(Debug, thiserror::Error)]
+pub enum SseStreamError<E> {
+    /// The underlying byte stream failed.
+    #[error("reading the event stream failed: {0}")]
+    Body(E),
+    /// The decoder refused the input.
+    #[error(transparent)]
+    Decode(#[from] SseError),
+}
+
+/// Decodes a stream of body chunks into events (runtime-agnostic). A trailing event that is not
+/// ended by a blank line is discarded, as WHATWG says.
+pub fn decode_stream<S, E>(body: S) -> impl Stream<Item = Result<SseEvent, SseStreamError<E>>>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    let state = (body, SseDecoder::new(), false);
+    futures::stream::unfold(state, |(mut body, mut decoder, mut done)| async move {
+        loop {
+            if let Some(event) = decoder.pop() {
+                return Some((Ok(event), (body, decoder, done)));
+            }
+            if done {
+                return None;
+            }
+            match body.next().await {
+                Some(Ok(chunk)) => {
+                    if let Err(err) = decoder.push(&chunk) {
+                        return Some((Err(err.into()), (body, decoder, true)));
+                    }
+                }
+                Some(Err(err)) => return Some((Err(SseStreamError::Body(err)), (body, decoder, true))),
+                None => done = true,
+            }
+        }
+    })
+}
