@@ -129,11 +129,11 @@ pub enum RequestError {
     #[error("{0}")]
     InvalidSize(SizeError),
     /// A value that is well formed but that this model or gateway does not support.
-    #[error("'{param}' is not supported: {reason}")]
+    #[error("{reason}")]
     Unsupported {
         /// The parameter's name.
         param: String,
-        /// Why, and what to do instead.
+        /// A full sentence naming the parameter, why it is refused and what to do instead.
         reason: String,
     },
     /// The model is not one this gateway serves.

@@ -179,8 +179,8 @@ impl FromStr for Background {
         if value == "transparent" {
             return Err(RequestError::Unsupported {
                 param: Self::PARAM.to_owned(),
-                reason: "gpt-image-2 does not support transparent backgrounds; use 'opaque' or \
-                         'auto', or remove the background afterwards"
+                reason: "background 'transparent' is not supported: gpt-image-2 cannot produce \
+                         transparent backgrounds; use 'opaque' or 'auto'"
                     .to_owned(),
             });
         }

@@ -121,7 +121,8 @@ pub fn validate_edit(draft: ImageParamsDraft, catalog: &ModelCatalog) -> Result<
     if draft.input_fidelity.is_some() {
         return Err(RequestError::Unsupported {
             param: "input_fidelity".to_owned(),
-            reason: "gpt-image-2 always processes input images at high fidelity; omit input_fidelity"
+            reason: "input_fidelity must be omitted: gpt-image-2 always processes input images at \
+                     high fidelity"
                 .to_owned(),
         });
     }
@@ -238,8 +239,8 @@ fn check_response_format(value: Option<&str>) -> Result<(), RequestError> {
         None | Some("b64_json") => Ok(()),
         Some("url") => Err(RequestError::Unsupported {
             param: "response_format".to_owned(),
-            reason: "gpt-image-2 returns images only as base64 (b64_json), never as URLs; omit \
-                     response_format or set it to b64_json"
+            reason: "response_format 'url' is not supported: gpt-image-2 returns images only as \
+                     base64 (b64_json); omit response_format or set it to b64_json"
                 .to_owned(),
         }),
         Some(other) => Err(RequestError::InvalidValue {

@@ -301,22 +301,18 @@ fn neighbours(edge: u32) -> (u32, u32) {
 fn check_rules(input: &str, d: Dimensions) -> Result<(), SizeError> {
     let fail = |rule, detail| Err(SizeError::new(input, rule, detail));
     let (w, h) = (d.width, d.height);
-    let w_bad = w % EDGE_MULTIPLE != 0;
-    let h_bad = h % EDGE_MULTIPLE != 0;
-    if w_bad || h_bad {
-        let (edge, value) = if w_bad { ("width", w) } else { ("height", h) };
+    let fix = |edge: &str, value: u32| {
         let (below, above) = neighbours(value);
-        let mut detail =
-            format!("{edge} {value} is not a multiple of {EDGE_MULTIPLE} ({below} or {above} would be)");
-        if w_bad && h_bad {
-            let (below, above) = neighbours(h);
-            detail = format!(
-                "width {w} and height {h} are not multiples of {EDGE_MULTIPLE} \
-                 (try {} and {below} or {above})",
-                neighbours(w).0.max(EDGE_MULTIPLE)
-            );
+        format!("{edge} {value} is not a multiple of {EDGE_MULTIPLE} ({below} or {above} would be)")
+    };
+    match (w % EDGE_MULTIPLE != 0, h % EDGE_MULTIPLE != 0) {
+        (false, false) => {}
+        (true, false) => return fail(SizeRule::EdgeMultipleOf16, fix("width", w)),
+        (false, true) => return fail(SizeRule::EdgeMultipleOf16, fix("height", h)),
+        (true, true) => {
+            let detail = format!("{}, and {}", fix("width", w), fix("height", h));
+            return fail(SizeRule::EdgeMultipleOf16, detail);
         }
-        return fail(SizeRule::EdgeMultipleOf16, detail);
     }
     let long = d.long_edge();
     let short = d.short_edge();
@@ -341,9 +337,7 @@ fn check_rules(input: &str, d: Dimensions) -> Result<(), SizeError> {
     if pixels < MIN_PIXELS {
         return fail(
             SizeRule::TooFewPixels,
-            format!(
-                "{pixels} pixels is below the minimum of {MIN_PIXELS} (1024x640 or 816x816 is the smallest)"
-            ),
+            format!("{pixels} pixels is below the minimum of {MIN_PIXELS} (for example 1024x640 or 816x816)"),
         );
     }
     if pixels > MAX_PIXELS {
