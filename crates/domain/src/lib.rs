@@ -55,6 +55,7 @@ mod params;
 mod request;
 mod responses;
 mod size;
+mod size_rules;
 mod usage;
 
 pub use edit::{
