@@ -2,6 +2,7 @@
 
 pub mod images;
 pub mod models;
+pub mod requests;
 pub mod responses;
 
 pub use images::{

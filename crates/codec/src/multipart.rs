@@ -1,0 +1,298 @@
+//! The multipart form of `POST /v1/images/edits`.
+//!
+//! Parts may come in any order. Files: `image` (one), `image[]` (repeated, what the SDKs send),
+//! `image[N]` (some third-party clients; sorted by `N` when every image is indexed) and `mask`.
+//! Text fields are parsed from their string form (`"true"`, `"2"`). A file's type is sniffed from
+//! its bytes, never taken from the part's `Content-Type`; dimensions and alpha come from the
+//! header. Each file is held once, as [`Bytes`], and refused as soon as its running size reaches
+//! the limit.
+
+use bytes::{Bytes, BytesMut};
+use futures::Stream;
+use imagegate_domain::{
+    ErrorKind, ImageInfo, ImageParamsDraft, MAX_EDIT_IMAGES, MAX_FILE_BYTES, RequestError, check_mask,
+};
+
+use crate::error::ApiError;
+use crate::image_header::{self, HeaderError, MAGIC_LEN};
+
+/// A decoded edit form (not yet validated: pass `draft` to `imagegate_domain::validate_edit`).
+#[derive(Debug, Clone)]
+pub struct EditForm {
+    /// The text fields.
+    pub draft: ImageParamsDraft,
+    /// The input images, first image first.
+    pub images: Vec<UploadedImage>,
+    /// The mask, already checked against the first image.
+    pub mask: Option<UploadedImage>,
+}
+
+/// One uploaded file.
+#[derive(Debug, Clone)]
+pub struct UploadedImage {
+    /// The part name as sent (`image`, `image[]`, `image[2]`, `mask`).
+    pub field: String,
+    /// The file name the client gave, if any.
+    pub filename: Option<String>,
+    /// Format, dimensions and alpha read from the header.
+    pub info: ImageInfo,
+    /// The file (the only copy).
+    pub bytes: Bytes,
+}
+
+/// Bounds applied while reading the form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EditLimits {
+    /// Most images accepted.
+    pub max_images: usize,
+    /// A file must be strictly smaller than this many bytes.
+    pub max_file_bytes: u64,
+    /// Largest text field, in bytes.
+    pub max_text_bytes: usize,
+}
+
+impl Default for EditLimits {
+    fn default() -> Self {
+        Self { max_images: MAX_EDIT_IMAGES, max_file_bytes: MAX_FILE_BYTES, max_text_bytes: 1024 * 1024 }
+    }
+}
+
+/// The boundary of a `multipart/form-data` content type.
+pub fn boundary(content_type: &str) -> Result<String, ApiError> {
+    multer::parse_boundary(content_type).map_err(|_| {
+        ApiError::new(
+            ErrorKind::InvalidRequest,
+            "Expected 'Content-Type: multipart/form-data' with a boundary for an image edit.",
+        )
+        .with_code("invalid_content_type")
+    })
+}
+
+/// Reads an edit form with the default limits (16 images, files under 50 MB).
+pub async fn decode_edit<S, E>(body: S, boundary: &str) -> Result<EditForm, ApiError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    decode_edit_with_limits(body, boundary, EditLimits::default()).await
+}
+
+/// Reads an edit form with explicit limits.
+pub async fn decode_edit_with_limits<S, E>(
+    body: S,
+    boundary: &str,
+    limits: EditLimits,
+) -> Result<EditForm, ApiError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut multipart = multer::Multipart::new(body, boundary);
+    let mut draft = ImageParamsDraft::default();
+    let mut seen = Vec::<String>::new();
+    let mut images: Vec<(Option<u64>, UploadedImage)> = Vec::new();
+    let mut mask = None;
+    while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
+        let name = field.name().map(str::to_owned).ok_or_else(|| {
+            ApiError::new(ErrorKind::InvalidRequest, "A part of the multipart body has no name.")
+                .with_code("invalid_multipart")
+        })?;
+        let filename = field.file_name().map(str::to_owned);
+        match PartName::parse(&name) {
+            PartName::Image(index) => {
+                if images.len() >= limits.max_images {
+                    let err = ApiError::from(RequestError::TooManyImages { count: images.len() + 1 });
+                    return Err(ApiError {
+                        message: format!(
+                            "Too many input images: an edit accepts at most {}.",
+                            limits.max_images
+                        ),
+                        ..err
+                    });
+                }
+                let bytes = read_file(&mut field, &name, limits.max_file_bytes).await?;
+                let info = sniff(&name, &bytes)?;
+                images.push((index, UploadedImage { field: name, filename, info, bytes }));
+            }
+            PartName::Mask => {
+                if mask.is_some() {
+                    return Err(duplicate(&name));
+                }
+                let bytes = read_file(&mut field, &name, limits.max_file_bytes).await?;
+                let info = sniff(&name, &bytes)?;
+                mask = Some(UploadedImage { field: name, filename, info, bytes });
+            }
+            PartName::Text => {
+                if seen.contains(&name) {
+                    return Err(duplicate(&name));
+                }
+                let text = read_text(&mut field, &name, limits.max_text_bytes).await?;
+                set_text_field(&mut draft, &name, text)?;
+                seen.push(name);
+            }
+        }
+    }
+    if images.iter().all(|(index, _)| index.is_some()) {
+        images.sort_by_key(|(index, _)| *index);
+    }
+    let images: Vec<UploadedImage> = images.into_iter().map(|(_, image)| image).collect();
+    imagegate_domain::check_image_count(images.len())?;
+    if let (Some(mask), Some(first)) = (&mask, images.first()) {
+        check_mask(&first.info, &mask.info)?;
+    }
+    Ok(EditForm { draft, images, mask })
+}
+
+/// What a part name says about the part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PartName {
+    /// An input image, with its explicit index for `image[N]`.
+    Image(Option<u64>),
+    Mask,
+    Text,
+}
+
+impl PartName {
+    fn parse(name: &str) -> Self {
+        if name == "image" || name == "image[]" {
+            return Self::Image(None);
+        }
+        if name == "mask" {
+            return Self::Mask;
+        }
+        let index = name.strip_prefix("image[").and_then(|rest| rest.strip_suffix(']'));
+        match index.and_then(|digits| digits.parse::<u64>().ok()) {
+            Some(index) => Self::Image(Some(index)),
+            None => Self::Text,
+        }
+    }
+}
+
+async fn read_file(field: &mut multer::Field<'_>, name: &str, limit: u64) -> Result<Bytes, ApiError> {
+    let mut first: Option<Bytes> = None;
+    let mut joined = BytesMut::new();
+    let mut len: u64 = 0;
+    let mut magic_checked = false;
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+        len = len.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
+        if len >= limit {
+            return Err(RequestError::FileTooLarge { param: name.to_owned(), limit }.into());
+        }
+        match first.take() {
+            None if joined.is_empty() => first = Some(chunk),
+            None => joined.extend_from_slice(&chunk),
+            Some(head) => {
+                joined.reserve(head.len() + chunk.len());
+                joined.extend_from_slice(&head);
+                joined.extend_from_slice(&chunk);
+            }
+        }
+        if !magic_checked {
+            let prefix = first.as_deref().unwrap_or(&joined);
+            if prefix.len() >= MAGIC_LEN {
+                magic_checked = true;
+                if image_header::sniff_format(prefix).is_none() {
+                    return Err(RequestError::UnsupportedFileType { param: name.to_owned() }.into());
+                }
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| joined.freeze()))
+}
+
+fn sniff(name: &str, bytes: &[u8]) -> Result<ImageInfo, ApiError> {
+    image_header::sniff(bytes).map_err(|err| match err {
+        HeaderError::Unrecognized => RequestError::UnsupportedFileType { param: name.to_owned() }.into(),
+        other => ApiError::new(ErrorKind::InvalidRequest, format!("Invalid file '{name}': {other}."))
+            .with_param(name)
+            .with_code("invalid_image"),
+    })
+}
+
+async fn read_text(field: &mut multer::Field<'_>, name: &str, limit: usize) -> Result<String, ApiError> {
+    let mut text = Vec::new();
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+        if text.len() + chunk.len() > limit {
+            return Err(ApiError::new(
+                ErrorKind::PayloadTooLarge,
+                format!("The form field '{name}' is larger than {limit} bytes."),
+            )
+            .with_param(name)
+            .with_code("field_too_large"));
+        }
+        text.extend_from_slice(&chunk);
+    }
+    String::from_utf8(text).map_err(|_| {
+        ApiError::from(RequestError::InvalidType {
+            param: name.to_owned(),
+            expected: "UTF-8 text".to_owned(),
+        })
+    })
+}
+
+fn set_text_field(draft: &mut ImageParamsDraft, name: &str, text: String) -> Result<(), ApiError> {
+    match name {
+        "model" => draft.model = Some(text),
+        "prompt" => draft.prompt = Some(text),
+        "n" => draft.n = Some(parse_integer(name, &text)?),
+        "size" => draft.size = Some(text),
+        "quality" => draft.quality = Some(text),
+        "output_format" => draft.output_format = Some(text),
+        "output_compression" => draft.output_compression = Some(parse_integer(name, &text)?),
+        "background" => draft.background = Some(text),
+        "moderation" => draft.moderation = Some(text),
+        "stream" => draft.stream = Some(parse_bool(name, &text)?),
+        "partial_images" => draft.partial_images = Some(parse_integer(name, &text)?),
+        "user" => draft.user = Some(text),
+        "input_fidelity" => draft.input_fidelity = Some(text),
+        "response_format" => draft.response_format = Some(text),
+        _ => return Err(RequestError::UnknownParameter { param: name.to_owned() }.into()),
+    }
+    Ok(())
+}
+
+fn parse_integer(name: &str, text: &str) -> Result<i64, ApiError> {
+    let trimmed = text.trim();
+    trimmed.parse::<i64>().or_else(|_| {
+        let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            Ok(if trimmed.starts_with('-') { i64::MIN } else { i64::MAX })
+        } else {
+            Err(text_type_error(name, "an integer", text))
+        }
+    })
+}
+
+fn parse_bool(name: &str, text: &str) -> Result<bool, ApiError> {
+    match text.trim() {
+        t if t.eq_ignore_ascii_case("true") => Ok(true),
+        t if t.eq_ignore_ascii_case("false") => Ok(false),
+        _ => Err(text_type_error(name, "a boolean ('true' or 'false')", text)),
+    }
+}
+
+fn text_type_error(name: &str, expected: &str, text: &str) -> ApiError {
+    let shown: String = text.chars().take(32).collect();
+    RequestError::InvalidType {
+        param: name.to_owned(),
+        expected: format!("{expected}, but got '{shown}' instead"),
+    }
+    .into()
+}
+
+fn duplicate(name: &str) -> ApiError {
+    ApiError::new(
+        ErrorKind::InvalidRequest,
+        format!("The form field '{name}' was sent more than once; send it once."),
+    )
+    .with_param(name)
+    .with_code("duplicate_parameter")
+}
+
+fn multipart_error(err: multer::Error) -> ApiError {
+    let message = match err {
+        multer::Error::StreamReadFailed(cause) => format!("Could not read the request body: {cause}."),
+        other => format!("The multipart body is malformed: {other}."),
+    };
+    ApiError::new(ErrorKind::InvalidRequest, message).with_code("invalid_multipart")
+}

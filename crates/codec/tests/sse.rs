@@ -1,0 +1,184 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use futures::StreamExt;
+use imagegate_codec::sse::{
+    KEEPALIVE, SseDecoder, SseError, SseEvent, decode_stream, encode_comment, encode_event,
+};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn decode_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    for chunk in chunks {
+        decoder.push(chunk).unwrap();
+        while let Some(event) = decoder.pop() {
+            events.push(event);
+        }
+    }
+    events
+}
+
+fn event(name: Option<&str>, data: &str) -> SseEvent {
+    SseEvent { event: name.map(str::to_owned), data: data.to_owned(), id: None }
+}
+
+#[test]
+fn encoder_writes_event_line_one_data_line_and_blank_line() {
+    let frame = encode_event("image_generation.completed", &json!({"type": "image_generation.completed", "a": "x\ny"}));
+    assert_eq!(
+        &frame[..],
+        b"event: image_generation.completed\ndata: {\"a\":\"x\\ny\",\"type\":\"image_generation.completed\"}\n\n"
+    );
+}
+
+#[test]
+fn encoder_strips_line_breaks_from_the_event_name() {
+    let frame = encode_event("bad\r\nname", &json!(1));
+    assert_eq!(&frame[..], b"event: badname\ndata: 1\n\n");
+}
+
+#[test]
+fn comment_frames_are_ignored_by_the_decoder() {
+    assert_eq!(KEEPALIVE, b": keepalive\n\n");
+    assert_eq!(&encode_comment("a\nb")[..], b": a b\n\n");
+    let mut decoder = SseDecoder::new();
+    decoder.push(KEEPALIVE).unwrap();
+    decoder.push(&encode_comment("still working")).unwrap();
+    assert_eq!(decoder.pop(), None);
+    assert_eq!(decoder.comments_seen(), 2);
+    assert!(decoder.is_idle());
+}
+
+#[test]
+fn decoder_accepts_lf_cr_and_crlf_line_ends() {
+    for ending in ["\n", "\r", "\r\n"] {
+        let text = format!("event: a{ending}data: 1{ending}{ending}data: 2{ending}{ending}");
+        let events = decode_all(&[text.as_bytes()]);
+        assert_eq!(events, vec![event(Some("a"), "1"), event(None, "2")], "ending {ending:?}");
+    }
+}
+
+#[test]
+fn crlf_split_between_cr_and_lf_is_one_line_end() {
+    let events = decode_all(&[b"data: 1\r", b"\ndata: 2\r", b"\n\r", b"\n"]);
+    assert_eq!(events, vec![event(None, "1\n2")]);
+}
+
+#[test]
+fn cr_at_chunk_end_followed_by_other_text_still_ends_the_line() {
+    let events = decode_all(&[b"data: 1\r", b"\r", b"data: 2\r\r"]);
+    assert_eq!(events, vec![event(None, "1"), event(None, "2")]);
+}
+
+#[test]
+fn multi_line_data_is_joined_with_newlines() {
+    let events = decode_all(&[b"event: x\ndata: first\ndata:second\ndata\n\n"]);
+    assert_eq!(events, vec![event(Some("x"), "first\nsecond\n")]);
+}
+
+#[test]
+fn only_one_leading_space_is_removed_and_colons_in_values_are_kept() {
+    let events = decode_all(&[b"data:  two spaces: yes\n\n"]);
+    assert_eq!(events, vec![event(None, " two spaces: yes")]);
+}
+
+#[test]
+fn events_without_data_are_dropped_and_reset_the_event_name() {
+    let events = decode_all(&[b"event: lonely\n\ndata: after\n\n"]);
+    assert_eq!(events, vec![event(None, "after")]);
+}
+
+#[test]
+fn ids_persist_and_retry_is_read_and_unknown_fields_are_ignored() {
+    let mut decoder = SseDecoder::new();
+    decoder.push(b"id: 7\nretry: 1500\nfoo: bar\ndata: a\n\ndata: b\n\nretry: x\n").unwrap();
+    let first = decoder.pop().unwrap();
+    let second = decoder.pop().unwrap();
+    assert_eq!(first.id.as_deref(), Some("7"));
+    assert_eq!(second.id.as_deref(), Some("7"));
+    assert_eq!(second.data, "b");
+    assert_eq!(decoder.retry_ms(), Some(1500));
+}
+
+#[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let events = decode_all(&[b"\xEF\xBB", b"\xBFdata: x\n\n"]);
+    assert_eq!(events, vec![event(None, "x")]);
+}
+
+#[test]
+fn a_stream_cut_inside_an_event_is_not_idle_and_dispatches_nothing() {
+    let mut decoder = SseDecoder::new();
+    decoder.push(b"event: a\ndata: {\"partial\"").unwrap();
+    assert_eq!(decoder.pop(), None);
+    assert!(!decoder.is_idle());
+}
+
+#[test]
+fn an_oversized_event_is_refused() {
+    let mut decoder = SseDecoder::with_max_event_bytes(16);
+    assert_eq!(decoder.push(b"data: 0123456789abcdef0123\n"), Err(SseError::EventTooLarge { limit: 16 }));
+    let mut decoder = SseDecoder::with_max_event_bytes(16);
+    assert_eq!(decoder.push(b"data: 0123456789abcdef0123"), Err(SseError::EventTooLarge { limit: 16 }));
+}
+
+#[tokio::test]
+async fn decode_stream_reads_a_chunked_body() {
+    let mut body = Vec::new();
+    body.extend_from_slice(&encode_event("a", &json!({"n": 1})));
+    body.extend_from_slice(KEEPALIVE);
+    body.extend_from_slice(&encode_event("b", &json!({"n": 2})));
+    body.extend_from_slice(b"data: trailing without blank line");
+    let events: Vec<_> = decode_stream(support::chunked(body, 3)).collect().await;
+    let events: Vec<SseEvent> = events.into_iter().map(Result::unwrap).collect();
+    assert_eq!(events, vec![event(Some("a"), r#"{"n":1}"#), event(Some("b"), r#"{"n":2}"#)]);
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "\\PC{0,12}".prop_map(Value::from),
+        prop::sample::select(vec!["line\nbreak", "cr\rhere", "crlf\r\n", ": colon", "\u{feff}bom"])
+            .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn encode_then_decode_round_trips_with_any_chunking(
+        events in prop::collection::vec(("[a-z_.]{1,24}", json_value(), any::<bool>()), 0..8),
+        cuts in prop::collection::vec(0usize..4096, 0..24),
+        ending in prop::sample::select(vec!["\n", "\r", "\r\n"]),
+    ) {
+        let mut stream = Vec::new();
+        for (name, data, keepalive) in &events {
+            if *keepalive {
+                stream.extend_from_slice(KEEPALIVE);
+            }
+            stream.extend_from_slice(&encode_event(name, data));
+        }
+        // The encoder writes LF; the decoder must read the same events with any line ending.
+        let text = String::from_utf8(stream).unwrap().replace('\n', ending);
+        let pieces = support::split_at_points(text.as_bytes(), &cuts);
+        let refs: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+        let decoded = decode_all(&refs);
+        prop_assert_eq!(decoded.len(), events.len());
+        for (got, (name, data, _)) in decoded.iter().zip(&events) {
+            prop_assert_eq!(got.event.as_deref(), Some(name.as_str()));
+            let parsed: Value = serde_json::from_str(&got.data).unwrap();
+            prop_assert_eq!(&parsed, data);
+        }
+    }
+}
