@@ -7,6 +7,9 @@
 //! header. Each file is held once, as [`Bytes`], and refused as soon as its running size reaches
 //! the limit.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use imagegate_domain::{
@@ -87,7 +90,7 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut multipart = multer::Multipart::new(body, boundary);
+    let mut multipart = multer::Multipart::new(OneChunkPerPoll::new(body), boundary);
     let mut draft = ImageParamsDraft::default();
     let mut seen = Vec::<String>::new();
     let mut images: Vec<(Option<u64>, UploadedImage)> = Vec::new();
@@ -295,4 +298,38 @@ fn multipart_error(err: multer::Error) -> ApiError {
         other => format!("The multipart body is malformed: {other}."),
     };
     ApiError::new(ErrorKind::InvalidRequest, message).with_code("invalid_multipart")
+}
+
+/// Hands the body to `multer` one chunk per poll.
+///
+/// `multer` reads every chunk that is ready before it looks at them, so on a fast connection it
+/// could buffer far past a file's size limit. Returning `Pending` (with an immediate wake-up)
+/// after each chunk keeps its look-ahead to about one chunk, so the limits here are enforced
+/// while the body streams in.
+struct OneChunkPerPoll<S> {
+    inner: Pin<Box<S>>,
+    just_yielded: bool,
+}
+
+impl<S> OneChunkPerPoll<S> {
+    fn new(inner: S) -> Self {
+        Self { inner: Box::pin(inner), just_yielded: false }
+    }
+}
+
+impl<S: Stream> Stream for OneChunkPerPoll<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.just_yielded {
+            self.just_yielded = false;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let next = self.inner.as_mut().poll_next(cx);
+        if matches!(next, Poll::Ready(Some(_))) {
+            self.just_yielded = true;
+        }
+        next
+    }
 }

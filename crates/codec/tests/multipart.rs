@@ -1,0 +1,233 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use bytes::Bytes;
+use imagegate_codec::ApiError;
+use imagegate_codec::multipart::{EditForm, EditLimits, boundary, decode_edit, decode_edit_with_limits};
+use imagegate_domain::{Dimensions, ErrorKind, ImageFileFormat};
+use support::Form;
+
+async fn decode(form: Form, chunk: usize) -> Result<EditForm, ApiError> {
+    let (boundary, body) = form.finish();
+    decode_edit(support::chunked(body, chunk), &boundary).await
+}
+
+fn sdk_form() -> Form {
+    Form::new()
+        .text("prompt", "add a red hat")
+        .text("model", "gpt-image-2")
+        .text("n", "2")
+        .text("stream", "true")
+        .text("partial_images", "1")
+        .text("size", "1024x1024")
+        .text("quality", "high")
+        .text("output_format", "png")
+        .text("output_compression", " 90 ")
+        .text("background", "opaque")
+        .text("moderation", "low")
+        .text("user", "u-7")
+        .file("image[]", "a.png", "image/png", &support::png_rgba(32, 16))
+        .file("image[]", "b.jpg", "image/jpeg", &support::jpeg(8, 8))
+        .file("mask", "mask.png", "image/png", &support::png_rgba(32, 16))
+}
+
+#[tokio::test]
+async fn an_sdk_form_decodes_with_any_chunk_size() {
+    for chunk in [1, 7, 64, 1 << 20] {
+        let form = decode(sdk_form(), chunk).await.unwrap();
+        let draft = &form.draft;
+        assert_eq!(draft.prompt.as_deref(), Some("add a red hat"));
+        assert_eq!(draft.model.as_deref(), Some("gpt-image-2"));
+        assert_eq!(draft.n, Some(2));
+        assert_eq!(draft.stream, Some(true));
+        assert_eq!(draft.partial_images, Some(1));
+        assert_eq!(draft.output_compression, Some(90));
+        assert_eq!(draft.moderation.as_deref(), Some("low"));
+        assert_eq!(draft.user.as_deref(), Some("u-7"));
+        assert_eq!(form.images.len(), 2);
+        let first = &form.images[0];
+        assert_eq!(first.field, "image[]");
+        assert_eq!(first.filename.as_deref(), Some("a.png"));
+        assert_eq!(first.info.format, ImageFileFormat::Png);
+        assert_eq!(first.info.dimensions, Dimensions { width: 32, height: 16 });
+        assert!(first.info.has_alpha);
+        assert_eq!(first.bytes, Bytes::from(support::png_rgba(32, 16)));
+        assert_eq!(form.images[1].info.format, ImageFileFormat::Jpeg);
+        assert_eq!(form.images[1].info.byte_len, support::jpeg(8, 8).len() as u64);
+        let mask = form.mask.unwrap();
+        assert_eq!(mask.field, "mask");
+        assert!(mask.info.has_alpha);
+    }
+}
+
+#[tokio::test]
+async fn parts_in_any_order_and_a_single_image_part() {
+    let form = Form::new()
+        .file("mask", "m.webp", "application/octet-stream", &support::webp_extended(20, 10, true))
+        .file("image", "in.webp", "application/octet-stream", &support::webp_lossless(20, 10, false))
+        .text("prompt", "p")
+        .text("stream", "FALSE");
+    let form = decode(form, 5).await.unwrap();
+    assert_eq!(form.images.len(), 1);
+    assert_eq!(form.images[0].field, "image");
+    assert_eq!(form.images[0].info.format, ImageFileFormat::Webp);
+    assert_eq!(form.draft.stream, Some(false));
+    assert!(form.mask.is_some());
+}
+
+#[tokio::test]
+async fn indexed_images_are_ordered_by_index() {
+    let form = Form::new()
+        .file("image[1]", "second.png", "image/png", &support::png_rgb(16, 16))
+        .file("image[0]", "first.png", "image/png", &support::png_rgba(24, 24))
+        .file("mask", "m.png", "image/png", &support::png_rgba(24, 24))
+        .text("prompt", "p");
+    let form = decode(form, 1024).await.unwrap();
+    let names: Vec<_> = form.images.iter().map(|image| image.field.as_str()).collect();
+    assert_eq!(names, ["image[0]", "image[1]"]);
+    assert_eq!(form.images[0].info.dimensions, Dimensions { width: 24, height: 24 });
+}
+
+#[tokio::test]
+async fn more_than_sixteen_images_are_refused() {
+    let png = support::png_rgb(4, 4);
+    let mut form = Form::new().text("prompt", "p");
+    for _ in 0..16 {
+        form = form.file("image[]", "x.png", "image/png", &png);
+    }
+    let sixteen = decode(form, 4096).await.unwrap();
+    assert_eq!(sixteen.images.len(), 16);
+
+    let mut form = Form::new().text("prompt", "p");
+    for _ in 0..17 {
+        form = form.file("image[]", "x.png", "image/png", &png);
+    }
+    let err = decode(form, 4096).await.unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.param.as_deref(), Some("image"));
+    assert!(err.message.contains("at most 16"), "{}", err.message);
+}
+
+/// A body stream that fails if it is read past `readable` bytes.
+fn poisoned_after(body: Vec<u8>, readable: usize) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    let head = Bytes::from(body).slice(..readable);
+    let chunks: Vec<Result<Bytes, std::io::Error>> = head
+        .chunks(100)
+        .map(|c| Ok(Bytes::copy_from_slice(c)))
+        .chain(std::iter::once(Err(std::io::Error::other("read past the limit"))))
+        .collect();
+    futures::stream::iter(chunks)
+}
+
+#[tokio::test]
+async fn a_file_is_refused_as_soon_as_it_reaches_the_limit() {
+    let limits = EditLimits { max_file_bytes: 1000, ..EditLimits::default() };
+    let mut big = support::png_rgb(4, 4);
+    big.resize(5000, 0);
+    let (boundary, body) = Form::new().file("image[]", "big.png", "image/png", &big).text("prompt", "p").finish();
+    // Only ~1.5 KB of the 5 KB file can be read; reading further would hit the stream error.
+    let err = decode_edit_with_limits(poisoned_after(body, 1500), &boundary, limits).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PayloadTooLarge);
+    assert_eq!(err.status(), 413);
+    assert_eq!(err.param.as_deref(), Some("image[]"));
+    assert_eq!(err.code(), Some("file_too_large"));
+}
+
+#[tokio::test]
+async fn the_limit_is_strict() {
+    let png = support::png_rgb(4, 4);
+    for (limit, accepted) in [(png.len() as u64 + 1, true), (png.len() as u64, false)] {
+        let limits = EditLimits { max_file_bytes: limit, ..EditLimits::default() };
+        let (boundary, body) = Form::new().file("image", "a.png", "image/png", &png).finish();
+        let result = decode_edit_with_limits(support::chunked(body, 3), &boundary, limits).await;
+        assert_eq!(result.is_ok(), accepted, "limit {limit}");
+    }
+}
+
+#[tokio::test]
+async fn files_are_sniffed_not_trusted() {
+    let form = Form::new().text("prompt", "p").file("image[]", "x.png", "image/png", b"GIF89a not a png at all");
+    let err = decode(form, 8).await.unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("image[]"));
+    assert_eq!(err.code(), Some("unsupported_file_mimetype"));
+    assert_eq!(err.status(), 400);
+
+    // Refused from the first bytes: the rest of the body is never read.
+    let mut gif = b"GIF89a".to_vec();
+    gif.resize(4000, 7);
+    let (boundary, body) = Form::new().file("image", "x.png", "image/png", &gif).finish();
+    let err = decode_edit(poisoned_after(body, 400), &boundary).await.unwrap_err();
+    assert_eq!(err.code(), Some("unsupported_file_mimetype"));
+
+    let mut truncated = support::png_rgba(8, 8);
+    truncated.truncate(20);
+    let err = decode(Form::new().file("image", "t.png", "image/png", &truncated), 64).await.unwrap_err();
+    assert_eq!(err.code(), Some("invalid_image"));
+    assert!(err.message.contains("truncated"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn each_mask_problem_has_its_own_message() {
+    let image = support::png_rgba(32, 32);
+    let cases = [
+        (support::png_rgb(32, 32), "no alpha channel"),
+        (support::webp_lossless(32, 32, true), "the mask is webp but the image is png"),
+        (support::png_rgba(16, 32), "the mask is 16x32 pixels but the image is 32x32"),
+    ];
+    let mut messages = Vec::new();
+    for (mask, fragment) in cases {
+        let form = Form::new()
+            .text("prompt", "p")
+            .file("image[]", "a.png", "image/png", &image)
+            .file("mask", "m.png", "image/png", &mask);
+        let err = decode(form, 256).await.unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("mask"));
+        assert_eq!(err.status(), 400);
+        assert!(err.message.to_lowercase().contains(fragment), "{}", err.message);
+        messages.push(err.message);
+    }
+    messages.dedup();
+    assert_eq!(messages.len(), 3);
+}
+
+#[tokio::test]
+async fn text_field_problems() {
+    let err = decode(Form::new().text("prompt", "p"), 64).await.unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("image"));
+    assert_eq!(err.code(), Some("missing_required_parameter"));
+
+    let png = support::png_rgb(4, 4);
+    let with_image = || Form::new().file("image", "a.png", "image/png", &png);
+    let err = decode(with_image().text("n", "two"), 64).await.unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("n"));
+    assert_eq!(err.code(), Some("invalid_type"));
+    assert!(err.message.contains("expected an integer, but got 'two' instead"), "{}", err.message);
+
+    let err = decode(with_image().text("stream", "yes"), 64).await.unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("stream"));
+
+    let err = decode(with_image().text("colour", "red"), 64).await.unwrap_err();
+    assert_eq!(err.code(), Some("unknown_parameter"));
+    assert_eq!(err.param.as_deref(), Some("colour"));
+
+    let err = decode(with_image().text("n", "1").text("n", "2"), 64).await.unwrap_err();
+    assert_eq!(err.code(), Some("duplicate_parameter"));
+
+    let form = decode(with_image().text("n", "99999999999999999999999"), 64).await.unwrap();
+    assert_eq!(form.draft.n, Some(i64::MAX));
+}
+
+#[tokio::test]
+async fn malformed_bodies_and_content_types() {
+    let (boundary_text, mut body) = Form::new().text("prompt", "p").finish();
+    body.truncate(body.len() - 10);
+    let err = decode_edit(support::chunked(body, 16), &boundary_text).await.unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.code(), Some("invalid_multipart"));
+
+    assert_eq!(boundary("multipart/form-data; boundary=abc123").unwrap(), "abc123");
+    let err = boundary("application/json").unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.code(), Some("invalid_content_type"));
+}
