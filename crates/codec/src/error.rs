@@ -217,12 +217,18 @@ pub fn request_error_code(err: &RequestError) -> &'static str {
     }
 }
 
-/// Turns a lowercase clause into a sentence: capital first letter, final period.
+/// Turns a lowercase clause into a sentence: final period, and a capital first letter when the
+/// first word is an ordinary word (identifiers such as `input_fidelity` keep their case).
 pub(crate) fn sentence(text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let first_word = text.split([' ', ':', ',', ';']).next().unwrap_or_default();
+    let ordinary = !first_word.is_empty() && first_word.chars().all(|c| c.is_ascii_alphabetic());
     let mut chars = text.chars();
     let mut out = match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect::<String>(),
-        None => String::new(),
+        Some(first) if ordinary => first.to_uppercase().chain(chars).collect::<String>(),
+        _ => text.to_owned(),
     };
     if !out.ends_with(['.', '!', '?']) {
         out.push('.');
@@ -238,5 +244,28 @@ impl From<RequestError> for ApiError {
             param: err.param().map(str::to_owned),
             code_override: Some(request_error_code(&err).to_owned()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentences_capitalize_ordinary_words_only() {
+        assert_eq!(sentence("missing required parameter 'prompt'"), "Missing required parameter 'prompt'.");
+        assert_eq!(sentence("size 1792x936: bad"), "Size 1792x936: bad.");
+        assert_eq!(sentence("input_fidelity must be omitted"), "input_fidelity must be omitted.");
+        assert_eq!(sentence("'n' is 11."), "'n' is 11.");
+        assert_eq!(sentence(""), "");
+    }
+
+    #[test]
+    fn code_override_wins_over_the_table() {
+        let err = ApiError::new(ErrorKind::InvalidRequest, "x").with_code("invalid_json");
+        assert_eq!(err.code(), Some("invalid_json"));
+        assert_eq!(ApiError::new(ErrorKind::Internal, "x").code(), None);
+        let below = RequestError::OutOfRange { param: "n".into(), value: 0, min: 1, max: 10 };
+        assert_eq!(request_error_code(&below), "integer_below_min_value");
     }
 }

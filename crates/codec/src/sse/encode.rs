@@ -46,5 +46,5 @@ pub fn encode_comment(text: &str) -> Bytes {
 /// Both SDKs raise an API error on it (Python on the top-level `error` key, Node on the event
 /// name). Send it and close the stream when a failure happens after the first byte.
 pub fn encode_error(err: &ApiError) -> Bytes {
-    encode_event("error", &err.to_body())
+    encode_event("error", &err.envelope())
 }
