@@ -1,0 +1,229 @@
+//! The dispatcher: account configuration plus shared state, handing out leases and waiting
+//! (bounded) when every eligible account is busy.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use tokio::sync::Notify;
+
+use crate::account::{AccountId, AccountSpec, GroupId, SizeClass};
+use crate::account_set::AccountSet;
+use crate::clock::Clock;
+use crate::error::PoolError;
+use crate::lease::{Lease, LeaseContext};
+use crate::outcome::Outcome;
+use crate::snapshot::{AccountSnapshot, PoolSnapshot};
+use crate::state::{Acquire, AcquireRequest, PoolState};
+
+/// Tunables of the dispatcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchConfig {
+    /// Lifetime of a lease without renewal: a dead holder's slot frees after this (default 5 min).
+    pub lease_ttl: Duration,
+    /// Longest wait for a busy account to free a slot (default 30 s; zero: never wait).
+    pub max_wait: Duration,
+    /// Most requests waiting at once; more fail at once (default 256).
+    pub max_waiters: usize,
+    /// `retry-after` suggested when every account stayed busy (default 2 s).
+    pub busy_retry_after: Duration,
+    /// While waiting, retry this often even without a local release, to see slots freed by other
+    /// replicas or by lease expiry (default 1 s).
+    pub poll_interval: Duration,
+}
+
+impl Default for DispatchConfig {
+    fn default() -> Self {
+        Self {
+            lease_ttl: Duration::from_secs(300),
+            max_wait: Duration::from_secs(30),
+            max_waiters: 256,
+            busy_retry_after: Duration::from_secs(2),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What one request needs from the pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchRequest {
+    /// The group of the caller's key.
+    pub group: GroupId,
+    /// Size class of the request.
+    pub class: SizeClass,
+    /// Whether it generates or edits images (image-only rate limits apply).
+    pub image: bool,
+    /// Accounts this request already tried (failover).
+    pub exclude: Vec<AccountId>,
+}
+
+impl DispatchRequest {
+    /// An image request of `class` for `group`, nothing excluded.
+    #[must_use]
+    pub fn image(group: &GroupId, class: SizeClass) -> Self {
+        Self { group: group.clone(), class, image: true, exclude: Vec::new() }
+    }
+}
+
+/// The account pool: configuration (replaceable at runtime) plus a [`PoolState`].
+#[derive(Debug)]
+pub struct Dispatcher {
+    config: DispatchConfig,
+    accounts: ArcSwap<AccountSet>,
+    context: Arc<LeaseContext>,
+    waiting: AtomicUsize,
+}
+
+impl Dispatcher {
+    /// A dispatcher with no accounts yet; call [`Dispatcher::replace_accounts`].
+    #[must_use]
+    pub fn new(state: Arc<dyn PoolState>, clock: Arc<dyn Clock>, config: DispatchConfig) -> Self {
+        let context =
+            LeaseContext { state, clock, released: Arc::new(Notify::new()), ttl: config.lease_ttl };
+        Self {
+            config,
+            accounts: ArcSwap::from_pointee(AccountSet::default()),
+            context: Arc::new(context),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Replaces the account configuration (leases already held stay valid).
+    pub fn replace_accounts(&self, specs: impl IntoIterator<Item = AccountSpec>) {
+        self.accounts.store(Arc::new(AccountSet::new(specs)));
+        self.context.released.notify_waiters();
+    }
+
+    /// The current account configuration.
+    #[must_use]
+    pub fn accounts(&self) -> Arc<AccountSet> {
+        self.accounts.load_full()
+    }
+
+    /// Requests currently waiting for a slot.
+    #[must_use]
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    /// Takes a slot on the best eligible account without waiting.
+    ///
+    /// # Errors
+    /// [`PoolError::AllBusy`] when every eligible account is at its limit, and the errors of
+    /// [`Dispatcher::acquire`].
+    pub async fn try_acquire(&self, request: &DispatchRequest) -> Result<Lease, PoolError> {
+        self.attempt(request).await?.ok_or(PoolError::AllBusy { retry_after: self.config.busy_retry_after })
+    }
+
+    /// Takes a slot on the best eligible account, waiting up to `max_wait` for one to free.
+    ///
+    /// # Errors
+    /// [`PoolError::NoAccounts`] (nothing usable), [`PoolError::AllCoolingDown`] (at once, with the
+    /// earliest reset), [`PoolError::AllBusy`] (the wait expired), [`PoolError::WaitQueueFull`]
+    /// (too many waiters), [`PoolError::State`] (backend failure).
+    pub async fn acquire(&self, request: &DispatchRequest) -> Result<Lease, PoolError> {
+        let deadline = tokio::time::Instant::now() + self.config.max_wait;
+        let mut waiter: Option<WaiterSlot<'_>> = None;
+        loop {
+            let mut released = pin!(self.context.released.notified());
+            released.as_mut().enable();
+            if let Some(lease) = self.attempt(request).await? {
+                return Ok(lease);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(PoolError::AllBusy { retry_after: self.config.busy_retry_after });
+            }
+            if waiter.is_none() {
+                waiter = Some(self.join_waiters()?);
+            }
+            let wake_at = deadline.min(now + self.config.poll_interval);
+            tokio::select! {
+                () = released => {}
+                () = tokio::time::sleep_until(wake_at) => {}
+            }
+        }
+    }
+
+    /// One atomic select-and-acquire; `Ok(None)` when every eligible account is busy.
+    async fn attempt(&self, request: &DispatchRequest) -> Result<Option<Lease>, PoolError> {
+        let no_accounts = || PoolError::NoAccounts { group: request.group.clone() };
+        let candidates = self.accounts.load().group(&request.group).cloned().ok_or_else(no_accounts)?;
+        let now = self.context.clock.now();
+        let acquire = AcquireRequest {
+            candidates,
+            class: request.class,
+            image: request.image,
+            exclude: request.exclude.clone(),
+            lease_ttl: self.config.lease_ttl,
+            now,
+        };
+        match self.context.state.try_acquire(&acquire).await? {
+            Acquire::Granted(grant) => Ok(Some(Lease::new(grant, Arc::clone(&self.context)))),
+            Acquire::Busy => Ok(None),
+            Acquire::CoolingDown { earliest_reset } => {
+                let wait_ms = earliest_reset.since(now).as_millis().div_ceil(1000);
+                let retry_after = Duration::from_secs(u64::try_from(wait_ms).unwrap_or(u64::MAX).max(1));
+                Err(PoolError::AllCoolingDown { earliest_reset, retry_after })
+            }
+            Acquire::Unavailable => Err(no_accounts()),
+        }
+    }
+
+    fn join_waiters(&self) -> Result<WaiterSlot<'_>, PoolError> {
+        let max = self.config.max_waiters;
+        let joined = self.waiting.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
+        match joined {
+            Ok(_) => Ok(WaiterSlot(&self.waiting)),
+            Err(_) => Err(PoolError::WaitQueueFull { retry_after: self.config.busy_retry_after }),
+        }
+    }
+
+    /// Records what a call to `account` did (cooldowns, streaks, status, counters).
+    ///
+    /// # Errors
+    /// [`PoolError::State`] when the backend fails.
+    pub async fn record_outcome(&self, account: &AccountId, outcome: &Outcome) -> Result<(), PoolError> {
+        let now = self.context.clock.now();
+        self.context.state.record_outcome(account, outcome, now).await?;
+        Ok(())
+    }
+
+    /// Clears an account's cooldowns, streaks and error status (operator action).
+    ///
+    /// # Errors
+    /// [`PoolError::State`] when the backend fails.
+    pub async fn clear_health(&self, account: &AccountId) -> Result<(), PoolError> {
+        self.context.state.clear_health(account).await?;
+        self.context.released.notify_waiters();
+        Ok(())
+    }
+
+    /// Load, limits and health of every configured account.
+    ///
+    /// # Errors
+    /// [`PoolError::State`] when the backend fails.
+    pub async fn snapshot(&self) -> Result<PoolSnapshot, PoolError> {
+        let now = self.context.clock.now();
+        let runtime = self.context.state.snapshot(now).await?;
+        let accounts = self.accounts.load();
+        let accounts =
+            accounts.specs().iter().map(|spec| AccountSnapshot::new(spec, runtime.get(&spec.id), now)).collect();
+        Ok(PoolSnapshot { at: now, accounts })
+    }
+}
+
+/// Counts one waiting request while it lives.
+struct WaiterSlot<'a>(&'a AtomicUsize);
+
+impl Drop for WaiterSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+#[path = "dispatcher_tests.rs"]
+mod tests;

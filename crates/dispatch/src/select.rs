@@ -1,0 +1,269 @@
+//! Pure account selection over a group's pre-ranked candidate list.
+//!
+//! A group's candidates are sorted once, when the specs are loaded, into *bands* of equal
+//! (tier, priority), best band first. Selection walks the bands in order and takes, in the first
+//! band that has an eligible account, the least loaded one. The walk in a band starts at a random
+//! offset and stops at the first idle eligible account (nothing can be less loaded), so the usual
+//! pick costs a handful of lookups whatever the pool size; only when the best bands are busy or
+//! cooling does it look further. Ties between equally loaded accounts are broken at random (the
+//! random start for idle accounts, reservoir sampling otherwise).
+
+use serde::Serialize;
+
+use crate::account::{AccountId, AccountSpec, ClassLimits, GroupId, SizeClass};
+use crate::clock::UnixMillis;
+use crate::outcome::AccountHealth;
+
+/// One account as seen by selection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The account.
+    pub id: AccountId,
+    /// Tier preference rank (larger first).
+    pub tier_rank: u8,
+    /// Priority within the tier (larger first).
+    pub priority: i32,
+    /// Concurrency limits per size class.
+    pub limits: ClassLimits,
+}
+
+impl Candidate {
+    /// The candidate for a spec.
+    #[must_use]
+    pub fn from_spec(spec: &AccountSpec) -> Self {
+        Self { id: spec.id.clone(), tier_rank: spec.tier.rank(), priority: spec.priority, limits: spec.limits }
+    }
+}
+
+/// A group's active accounts sorted best first, split into bands of equal (tier, priority).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RankedCandidates {
+    entries: Vec<Candidate>,
+    band_ends: Vec<usize>,
+}
+
+impl RankedCandidates {
+    /// Sorts `entries` (tier, then priority, both descending; id for a stable order).
+    #[must_use]
+    pub fn new(mut entries: Vec<Candidate>) -> Self {
+        entries.sort_by(|a, b| {
+            (b.tier_rank, b.priority).cmp(&(a.tier_rank, a.priority)).then_with(|| a.id.cmp(&b.id))
+        });
+        let mut band_ends = Vec::new();
+        for (index, pair) in entries.windows(2).enumerate() {
+            if let [a, b] = pair
+                && (a.tier_rank, a.priority) != (b.tier_rank, b.priority)
+            {
+                band_ends.push(index + 1);
+            }
+        }
+        if !entries.is_empty() {
+            band_ends.push(entries.len());
+        }
+        Self { entries, band_ends }
+    }
+
+    /// The active accounts of `specs` that serve `group`.
+    #[must_use]
+    pub fn for_group<'a>(specs: impl IntoIterator<Item = &'a AccountSpec>, group: &GroupId) -> Self {
+        let entries = specs
+            .into_iter()
+            .filter(|s| s.active && s.groups.contains(group))
+            .map(Candidate::from_spec)
+            .collect();
+        Self::new(entries)
+    }
+
+    /// All candidates, best first.
+    #[must_use]
+    pub fn entries(&self) -> &[Candidate] {
+        &self.entries
+    }
+
+    /// Number of candidates.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there is no candidate.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The bands as (start, end) index ranges, best first.
+    pub fn bands(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let starts = std::iter::once(0).chain(self.band_ends.iter().copied());
+        starts.zip(self.band_ends.iter().copied())
+    }
+}
+
+/// Requests in flight on an account, per size class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ClassCounts {
+    /// Large-image requests.
+    pub large: u32,
+    /// Standard requests.
+    pub standard: u32,
+}
+
+impl ClassCounts {
+    /// The count for `class`.
+    #[must_use]
+    pub fn get(self, class: SizeClass) -> u32 {
+        match class {
+            SizeClass::Large => self.large,
+            SizeClass::Standard => self.standard,
+        }
+    }
+
+    /// Mutable count for `class`.
+    pub fn get_mut(&mut self, class: SizeClass) -> &mut u32 {
+        match class {
+            SizeClass::Large => &mut self.large,
+            SizeClass::Standard => &mut self.standard,
+        }
+    }
+
+    fn total(self) -> u64 {
+        u64::from(self.large) + u64::from(self.standard)
+    }
+}
+
+/// Runtime state of one account: load and health.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountRuntime {
+    /// Requests in flight.
+    pub in_flight: ClassCounts,
+    /// What outcomes taught.
+    pub health: AccountHealth,
+}
+
+/// What a request needs from the pool.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectionQuery<'a> {
+    /// Size class of the request.
+    pub class: SizeClass,
+    /// Whether it generates or edits images (image-only cooldowns apply).
+    pub image: bool,
+    /// Current time.
+    pub now: UnixMillis,
+    /// Accounts not to use (already tried by this request).
+    pub exclude: &'a [AccountId],
+}
+
+/// Result of a selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// The candidate at this index of [`RankedCandidates::entries`].
+    Selected(usize),
+    /// No account is eligible, but some would be once a slot frees.
+    Busy,
+    /// No account is eligible or busy; some are cooling down, the first until `earliest_reset`.
+    CoolingDown {
+        /// When the first cooling account becomes usable again.
+        earliest_reset: UnixMillis,
+    },
+    /// No usable account at all (none, all in error, excluded, or limit 0 for the class).
+    Unavailable,
+}
+
+/// Picks an account for `query` among `ranked`; `lookup` gives an account's runtime state (none
+/// means idle and healthy); `random` seeds the tie-breaks.
+pub fn select<'s>(
+    ranked: &RankedCandidates,
+    query: &SelectionQuery<'_>,
+    lookup: impl Fn(&AccountId) -> Option<&'s AccountRuntime>,
+    random: u64,
+) -> Selection {
+    let mut rng = SplitMix(random);
+    let mut any_busy = false;
+    let mut earliest_reset: Option<UnixMillis> = None;
+    let idle = AccountRuntime::default();
+    for (start, end) in ranked.bands() {
+        let Some(band) = ranked.entries.get(start..end) else { continue };
+        let offset = usize::try_from(rng.next() % band.len().max(1) as u64).unwrap_or(0);
+        let mut best: Option<(usize, Load)> = None;
+        let mut ties = 0u64;
+        let rotated = band.iter().enumerate().skip(offset).chain(band.iter().enumerate().take(offset));
+        for (position, candidate) in rotated {
+            let limit = candidate.limits.for_class(query.class);
+            if limit == 0 || (!query.exclude.is_empty() && query.exclude.contains(&candidate.id)) {
+                continue;
+            }
+            let runtime = lookup(&candidate.id).unwrap_or(&idle);
+            if !runtime.health.is_usable() {
+                continue;
+            }
+            if let Some(until) = runtime.health.blocked_until(query.image, query.now) {
+                earliest_reset = Some(earliest_reset.map_or(until, |e| e.min(until)));
+                continue;
+            }
+            let used = runtime.in_flight.get(query.class);
+            if used >= limit {
+                any_busy = true;
+                continue;
+            }
+            if runtime.in_flight.total() == 0 {
+                return Selection::Selected(start + position);
+            }
+            let load = Load { used, limit, total: runtime.in_flight.total() };
+            match &best {
+                Some((_, current)) if load.cmp_to(current).is_gt() => {}
+                Some((_, current)) if load.cmp_to(current).is_eq() => {
+                    ties += 1;
+                    if rng.next() % (ties + 1) == 0 {
+                        best = Some((start + position, load));
+                    }
+                }
+                _ => {
+                    ties = 0;
+                    best = Some((start + position, load));
+                }
+            }
+        }
+        if let Some((index, _)) = best {
+            return Selection::Selected(index);
+        }
+    }
+    match (any_busy, earliest_reset) {
+        (true, _) => Selection::Busy,
+        (false, Some(earliest_reset)) => Selection::CoolingDown { earliest_reset },
+        (false, None) => Selection::Unavailable,
+    }
+}
+
+/// Load of an eligible account: share of the class limit in use, then total requests in flight.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    used: u32,
+    limit: u32,
+    total: u64,
+}
+
+impl Load {
+    fn cmp_to(&self, other: &Self) -> std::cmp::Ordering {
+        let mine = u64::from(self.used) * u64::from(other.limit);
+        let theirs = u64::from(other.used) * u64::from(self.limit);
+        mine.cmp(&theirs).then(self.total.cmp(&other.total))
+    }
+}
+
+/// Small deterministic generator for tie-breaks (SplitMix64).
+#[derive(Debug)]
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+#[path = "select_tests.rs"]
+mod tests;

@@ -1,0 +1,167 @@
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::*;
+use crate::account::Tier;
+use crate::outcome::{AccountStatus, Cooldown, CooldownKind};
+
+const NOW: UnixMillis = UnixMillis(10_000);
+
+fn ranked(specs: &[AccountSpec]) -> RankedCandidates {
+    RankedCandidates::for_group(specs, &GroupId::new("g"))
+}
+
+fn query(class: SizeClass, image: bool) -> SelectionQuery<'static> {
+    SelectionQuery { class, image, now: NOW, exclude: &[] }
+}
+
+fn picked(ranked: &RankedCandidates, selection: Selection) -> &str {
+    match selection {
+        Selection::Selected(i) => ranked.entries()[i].id.as_str(),
+        other => panic!("expected a selection, got {other:?}"),
+    }
+}
+
+fn busy(large: u32, standard: u32) -> AccountRuntime {
+    AccountRuntime { in_flight: ClassCounts { large, standard }, ..AccountRuntime::default() }
+}
+
+fn cooling(until: UnixMillis, images_only: bool) -> AccountRuntime {
+    let cooldown = Cooldown { until, kind: CooldownKind::RateLimited, reason: "429".into() };
+    let mut runtime = AccountRuntime::default();
+    if images_only {
+        runtime.health.cooldown_images = Some(cooldown);
+    } else {
+        runtime.health.cooldown_all = Some(cooldown);
+    }
+    runtime
+}
+
+#[test]
+fn bands_group_equal_tier_and_priority_best_first() {
+    let r = ranked(&[
+        AccountSpec::new("free", Tier::Free, &["g"]),
+        AccountSpec::new("pro-b", Tier::Pro, &["g"]),
+        AccountSpec::new("team", Tier::Team, &["g"]).with_priority(5),
+        AccountSpec::new("pro-a", Tier::Pro, &["g"]),
+        AccountSpec::new("pro-hi", Tier::Pro, &["g"]).with_priority(1),
+        AccountSpec::new("other", Tier::Pro, &["h"]),
+        AccountSpec::new("off", Tier::Pro, &["g"]).with_active(false),
+    ]);
+    let ids: Vec<&str> = r.entries().iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, vec!["pro-hi", "pro-a", "pro-b", "team", "free"]);
+    assert_eq!(r.bands().collect::<Vec<_>>(), vec![(0, 1), (1, 3), (3, 4), (4, 5)]);
+}
+
+#[test]
+fn higher_tier_wins_over_priority_and_load() {
+    let r = ranked(&[
+        AccountSpec::new("plus", Tier::Plus, &["g"]).with_priority(100),
+        AccountSpec::new("pro", Tier::Pro, &["g"]),
+    ]);
+    let state = HashMap::from([(AccountId::new("pro"), busy(0, 3))]);
+    let s = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 7);
+    assert_eq!(picked(&r, s), "pro");
+}
+
+#[test]
+fn least_loaded_within_a_band() {
+    let r = ranked(&[
+        AccountSpec::new("a", Tier::Team, &["g"]),
+        AccountSpec::new("b", Tier::Team, &["g"]),
+        AccountSpec::new("c", Tier::Team, &["g"]),
+    ]);
+    let state = HashMap::from([
+        (AccountId::new("a"), busy(0, 3)),
+        (AccountId::new("b"), busy(0, 1)),
+        (AccountId::new("c"), busy(0, 2)),
+    ]);
+    for seed in 0..50 {
+        let s = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), seed);
+        assert_eq!(picked(&r, s), "b");
+    }
+}
+
+#[test]
+fn ties_are_broken_at_random() {
+    let specs: Vec<_> = ["a", "b", "c", "d"].iter().map(|id| AccountSpec::new(id, Tier::Pro, &["g"])).collect();
+    let r = ranked(&specs);
+    let idle: HashMap<AccountId, AccountRuntime> = HashMap::new();
+    let loaded: HashMap<AccountId, AccountRuntime> =
+        r.entries().iter().map(|c| (c.id.clone(), busy(0, 1))).collect();
+    for state in [idle, loaded] {
+        let seen: HashSet<&str> = (0..200)
+            .map(|seed| picked(&r, select(&r, &query(SizeClass::Standard, true), |id| state.get(id), seed)))
+            .collect();
+        assert_eq!(seen.len(), 4, "every tied account gets picked sometimes: {seen:?}");
+    }
+}
+
+#[test]
+fn full_account_is_skipped_and_all_full_is_busy() {
+    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Free, &["g"])]);
+    let mut state = HashMap::from([(AccountId::new("a"), busy(1, 0))]);
+    let s = select(&r, &query(SizeClass::Large, true), |id| state.get(id), 1);
+    assert_eq!(picked(&r, s), "b");
+    let s = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 1);
+    assert_eq!(picked(&r, s), "a", "large and standard limits are separate");
+    state.insert(AccountId::new("b"), busy(1, 0));
+    assert_eq!(select(&r, &query(SizeClass::Large, true), |id| state.get(id), 1), Selection::Busy);
+}
+
+#[test]
+fn cooling_accounts_are_skipped_and_report_the_earliest_reset() {
+    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Pro, &["g"])]);
+    let a_until = NOW.plus(Duration::from_secs(50));
+    let b_until = NOW.plus(Duration::from_secs(20));
+    let state =
+        HashMap::from([(AccountId::new("a"), cooling(a_until, false)), (AccountId::new("b"), cooling(b_until, false))]);
+    let s = select(&r, &query(SizeClass::Standard, false), |id| state.get(id), 3);
+    assert_eq!(s, Selection::CoolingDown { earliest_reset: b_until });
+}
+
+#[test]
+fn busy_wins_over_cooling() {
+    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Pro, &["g"])]);
+    let state = HashMap::from([
+        (AccountId::new("a"), cooling(NOW.plus(Duration::from_secs(9)), false)),
+        (AccountId::new("b"), busy(1, 0)),
+    ]);
+    assert_eq!(select(&r, &query(SizeClass::Large, true), |id| state.get(id), 3), Selection::Busy);
+}
+
+#[test]
+fn images_only_cooldown_spares_other_requests() {
+    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let until = NOW.plus(Duration::from_secs(60));
+    let state = HashMap::from([(AccountId::new("a"), cooling(until, true))]);
+    let image = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 0);
+    assert_eq!(image, Selection::CoolingDown { earliest_reset: until });
+    let text = select(&r, &query(SizeClass::Standard, false), |id| state.get(id), 0);
+    assert_eq!(picked(&r, text), "a");
+}
+
+#[test]
+fn errored_excluded_and_zero_limit_accounts_are_unavailable() {
+    let r = ranked(&[
+        AccountSpec::new("err", Tier::Pro, &["g"]),
+        AccountSpec::new("tried", Tier::Pro, &["g"]),
+        AccountSpec::new("no-large", Tier::Pro, &["g"]).with_limits(0, 4),
+    ]);
+    let mut errored = AccountRuntime::default();
+    errored.health.status = AccountStatus::Error { reason: "revoked".into() };
+    let state = HashMap::from([(AccountId::new("err"), errored)]);
+    let exclude = [AccountId::new("tried")];
+    let q = SelectionQuery { class: SizeClass::Large, image: true, now: NOW, exclude: &exclude };
+    assert_eq!(select(&r, &q, |id| state.get(id), 0), Selection::Unavailable);
+    let q = SelectionQuery { class: SizeClass::Standard, ..q };
+    assert_eq!(picked(&r, select(&r, &q, |id| state.get(id), 0)), "no-large");
+    assert_eq!(select(&RankedCandidates::default(), &q, |id| state.get(id), 0), Selection::Unavailable);
+}
+
+#[test]
+fn expired_cooldown_no_longer_blocks() {
+    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let state = HashMap::from([(AccountId::new("a"), cooling(NOW, false))]);
+    assert_eq!(picked(&r, select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 0)), "a");
+}

@@ -1,0 +1,326 @@
+//! An independent model of the pool, written from the rules rather than from the code, and the
+//! proptest strategies that drive it.
+
+use std::time::Duration;
+
+use imagegate_dispatch::{
+    AccountId, AccountSpec, CooldownPolicy, GroupId, LimitScope, Outcome, SizeClass, Tier, UnixMillis,
+};
+use proptest::prelude::*;
+
+/// One step of a test sequence.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Acquire { group: u8, large: bool, image: bool },
+    Drop { pick: usize },
+    Renew { pick: usize },
+    Record { account: usize, outcome: OutcomeKind },
+    Clear { account: usize },
+    Toggle { account: usize },
+    Advance { millis: u64 },
+    Snapshot,
+}
+
+/// An outcome whose reset is relative to the time it is recorded.
+#[derive(Debug, Clone)]
+pub enum OutcomeKind {
+    Success,
+    RateLimited { reset_in: Option<u64>, images_only: bool },
+    AuthFailed,
+    Forbidden { json: bool },
+    Transient,
+    Invalid,
+}
+
+impl OutcomeKind {
+    pub fn to_outcome(&self, now: UnixMillis) -> Outcome {
+        match self {
+            Self::Success => Outcome::Success,
+            Self::RateLimited { reset_in, images_only } => Outcome::RateLimited {
+                reset_at: reset_in.map(|ms| now.plus(Duration::from_millis(ms))),
+                scope: if *images_only { LimitScope::ImagesOnly } else { LimitScope::All },
+            },
+            Self::AuthFailed => Outcome::AuthFailed { reason: "revoked".into() },
+            Self::Forbidden { json } => Outcome::Forbidden { json_body: *json, detail: "403".into() },
+            Self::Transient => Outcome::Transient { detail: "timeout".into() },
+            Self::Invalid => Outcome::Invalid,
+        }
+    }
+}
+
+/// Random account sets: up to 8 accounts in groups g0..g2 (g3 is always empty).
+pub fn specs() -> impl Strategy<Value = Vec<AccountSpec>> {
+    let tiers = prop::sample::select(vec![Tier::Free, Tier::Plus, Tier::Team, Tier::Pro]);
+    let account = (tiers, 0i32..3, 0u8..8, 0u32..3, 0u32..5, prop::bool::weighted(0.85));
+    prop::collection::vec(account, 1..9).prop_map(|accounts| {
+        accounts
+            .into_iter()
+            .enumerate()
+            .map(|(i, (tier, priority, mask, large, standard, active))| {
+                let groups: Vec<String> = (0..3).filter(|bit| mask & (1 << bit) != 0).map(|g| format!("g{g}")).collect();
+                let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+                AccountSpec::new(&format!("a{i}"), tier, &groups)
+                    .with_priority(priority)
+                    .with_limits(large, standard)
+                    .with_active(active)
+            })
+            .collect()
+    })
+}
+
+fn outcome() -> impl Strategy<Value = OutcomeKind> {
+    prop_oneof![
+        3 => Just(OutcomeKind::Success),
+        3 => (prop::option::of(0u64..200_000), any::<bool>())
+            .prop_map(|(reset_in, images_only)| OutcomeKind::RateLimited { reset_in, images_only }),
+        1 => Just(OutcomeKind::AuthFailed),
+        2 => any::<bool>().prop_map(|json| OutcomeKind::Forbidden { json }),
+        3 => Just(OutcomeKind::Transient),
+        1 => Just(OutcomeKind::Invalid),
+    ]
+}
+
+pub fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..4, any::<bool>(), prop::bool::weighted(0.8))
+            .prop_map(|(group, large, image)| Op::Acquire { group, large, image }),
+        3 => any::<usize>().prop_map(|pick| Op::Drop { pick }),
+        1 => any::<usize>().prop_map(|pick| Op::Renew { pick }),
+        3 => (any::<usize>(), outcome()).prop_map(|(account, outcome)| Op::Record { account, outcome }),
+        1 => any::<usize>().prop_map(|account| Op::Clear { account }),
+        1 => any::<usize>().prop_map(|account| Op::Toggle { account }),
+        2 => prop_oneof![0u64..2_000, 0u64..90_000].prop_map(|millis| Op::Advance { millis }),
+        1 => Just(Op::Snapshot),
+    ]
+}
+
+/// What the model expects from an acquire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Any of these account indexes is a correct pick.
+    Grant(Vec<usize>),
+    Busy,
+    Cooling(UnixMillis),
+    Unavailable,
+}
+
+/// Index of a lease in the model.
+pub type ModelLease = usize;
+
+/// Expected snapshot values of one account.
+#[derive(Debug)]
+pub struct View {
+    pub in_flight: (u32, u32),
+    pub usable: bool,
+    pub cooldowns: Vec<(LimitScope, UnixMillis)>,
+}
+
+/// A cooldown: end, and whether a 429 caused it (a success does not clear those).
+type Cool = Option<(UnixMillis, bool)>;
+
+#[derive(Debug, Default, Clone)]
+struct Account {
+    large: u32,
+    standard: u32,
+    broken: bool,
+    all: Cool,
+    images: Cool,
+    rate_limits: u32,
+    forbiddens: u32,
+    transients: u32,
+}
+
+#[derive(Debug)]
+struct LeaseRecord {
+    account: usize,
+    large: bool,
+    expires: UnixMillis,
+    alive: bool,
+}
+
+pub struct Model {
+    specs: Vec<AccountSpec>,
+    accounts: Vec<Account>,
+    leases: Vec<LeaseRecord>,
+    policy: CooldownPolicy,
+    ttl: Duration,
+}
+
+fn active_until(cool: Cool, now: UnixMillis) -> Option<UnixMillis> {
+    cool.map(|(until, _)| until).filter(|until| *until > now)
+}
+
+fn extend(slot: &mut Cool, until: UnixMillis, rate_limit: bool, now: UnixMillis) {
+    if active_until(*slot, now).is_none_or(|old| old < until) {
+        *slot = Some((until, rate_limit));
+    }
+}
+
+impl Model {
+    pub fn new(specs: Vec<AccountSpec>, policy: CooldownPolicy, ttl: Duration) -> Self {
+        let accounts = vec![Account::default(); specs.len()];
+        Self { specs, accounts, leases: Vec::new(), policy, ttl }
+    }
+
+    pub fn index_of(&self, id: &AccountId) -> usize {
+        self.specs.iter().position(|s| &s.id == id).unwrap()
+    }
+
+    pub fn purge(&mut self, now: UnixMillis) {
+        for lease in 0..self.leases.len() {
+            if self.leases[lease].alive && self.leases[lease].expires <= now {
+                self.release(lease);
+            }
+        }
+    }
+
+    fn limit(&self, index: usize, class: SizeClass) -> u32 {
+        let limits = self.specs[index].limits;
+        if class == SizeClass::Large { limits.large } else { limits.standard }
+    }
+
+    fn used(&self, index: usize, class: SizeClass) -> u32 {
+        let account = &self.accounts[index];
+        if class == SizeClass::Large { account.large } else { account.standard }
+    }
+
+    fn blocked_until(&self, index: usize, image: bool, now: UnixMillis) -> Option<UnixMillis> {
+        let account = &self.accounts[index];
+        let images = if image { active_until(account.images, now) } else { None };
+        active_until(account.all, now).max(images)
+    }
+
+    pub fn acquire(&mut self, group: &GroupId, class: SizeClass, image: bool, now: UnixMillis) -> Verdict {
+        self.purge(now);
+        let usable: Vec<usize> = (0..self.specs.len())
+            .filter(|&i| {
+                let spec = &self.specs[i];
+                spec.active && spec.groups.contains(group) && self.limit(i, class) > 0 && !self.accounts[i].broken
+            })
+            .collect();
+        let unblocked: Vec<usize> =
+            usable.iter().copied().filter(|&i| self.blocked_until(i, image, now).is_none()).collect();
+        let eligible: Vec<usize> =
+            unblocked.iter().copied().filter(|&i| self.used(i, class) < self.limit(i, class)).collect();
+        if eligible.is_empty() {
+            if !unblocked.is_empty() {
+                return Verdict::Busy;
+            }
+            return match usable.iter().filter_map(|&i| self.blocked_until(i, image, now)).min() {
+                Some(earliest) => Verdict::Cooling(earliest),
+                None => Verdict::Unavailable,
+            };
+        }
+        let rank = |i: usize| (self.specs[i].tier.rank(), self.specs[i].priority);
+        let best_rank = eligible.iter().map(|&i| rank(i)).max().unwrap();
+        let band: Vec<usize> = eligible.into_iter().filter(|&i| rank(i) == best_rank).collect();
+        // Load: share of the class limit in use (exact fraction), then total requests in flight.
+        let load = |i: usize| {
+            let share = f64::from(self.used(i, class)) / f64::from(self.limit(i, class));
+            (share, self.accounts[i].large + self.accounts[i].standard)
+        };
+        let least = band.iter().map(|&i| load(i)).min_by(|a, b| a.partial_cmp(b).unwrap()).unwrap();
+        Verdict::Grant(band.into_iter().filter(|&i| load(i) == least).collect())
+    }
+
+    pub fn grant(&mut self, index: usize, class: SizeClass, now: UnixMillis) -> ModelLease {
+        let large = class == SizeClass::Large;
+        let account = &mut self.accounts[index];
+        if large {
+            account.large += 1;
+        } else {
+            account.standard += 1;
+        }
+        assert!(self.used(index, class) <= self.limit(index, class), "model granted over the limit");
+        self.leases.push(LeaseRecord { account: index, large, expires: now.plus(self.ttl), alive: true });
+        self.leases.len() - 1
+    }
+
+    pub fn release(&mut self, lease: ModelLease) {
+        let record = &mut self.leases[lease];
+        if record.alive {
+            record.alive = false;
+            let account = &mut self.accounts[record.account];
+            if record.large {
+                account.large -= 1;
+            } else {
+                account.standard -= 1;
+            }
+        }
+    }
+
+    pub fn renew(&mut self, lease: ModelLease, now: UnixMillis) -> Option<UnixMillis> {
+        self.purge(now);
+        let record = &mut self.leases[lease];
+        record.alive.then(|| {
+            record.expires = now.plus(self.ttl);
+            record.expires
+        })
+    }
+
+    pub fn record(&mut self, index: usize, outcome: &Outcome, now: UnixMillis) {
+        let policy = &self.policy;
+        let account = &mut self.accounts[index];
+        match outcome {
+            Outcome::Success => {
+                account.rate_limits = 0;
+                account.forbiddens = 0;
+                account.transients = 0;
+                account.all = account.all.filter(|(_, rate_limit)| *rate_limit);
+                account.images = account.images.filter(|(_, rate_limit)| *rate_limit);
+            }
+            Outcome::RateLimited { reset_at, scope } => {
+                account.rate_limits += 1;
+                let until = match reset_at {
+                    Some(reset) => (*reset).max(now.plus(policy.min_reset_cooldown)),
+                    None => {
+                        let mut backoff = policy.rate_limit_base;
+                        for _ in 1..account.rate_limits {
+                            backoff = (backoff * 2).min(policy.rate_limit_cap);
+                        }
+                        now.plus(backoff.min(policy.rate_limit_cap))
+                    }
+                };
+                let slot = if *scope == LimitScope::All { &mut account.all } else { &mut account.images };
+                extend(slot, until, true, now);
+            }
+            Outcome::AuthFailed { .. } => account.broken = true,
+            Outcome::Forbidden { json_body: false, .. } | Outcome::Invalid => {}
+            Outcome::Forbidden { json_body: true, .. } => {
+                account.forbiddens += 1;
+                if account.forbiddens >= policy.forbidden_disable_after {
+                    account.broken = true;
+                } else {
+                    extend(&mut account.all, now.plus(policy.forbidden_cooldown), false, now);
+                }
+            }
+            Outcome::Transient { .. } => {
+                account.transients += 1;
+                if account.transients >= policy.breaker_after {
+                    extend(&mut account.all, now.plus(policy.breaker_cooldown), false, now);
+                }
+            }
+        }
+    }
+
+    pub fn clear(&mut self, index: usize) {
+        let account = &mut self.accounts[index];
+        *account = Account { large: account.large, standard: account.standard, ..Account::default() };
+    }
+
+    pub fn set_active(&mut self, index: usize, active: bool) {
+        self.specs[index].active = active;
+    }
+
+    pub fn view(&self, index: usize, now: UnixMillis) -> View {
+        let account = &self.accounts[index];
+        let mut cooldowns = Vec::new();
+        if let Some(until) = active_until(account.all, now) {
+            cooldowns.push((LimitScope::All, until));
+        }
+        if let Some(until) = active_until(account.images, now) {
+            cooldowns.push((LimitScope::ImagesOnly, until));
+        }
+        View { in_flight: (account.large, account.standard), usable: !account.broken, cooldowns }
+    }
+}
