@@ -18,8 +18,18 @@ pub struct ErrorSpec {
     pub should_retry: Option<bool>,
 }
 
-const fn row(status: u16, error_type: &'static str, code: Option<&'static str>, retry: Option<bool>) -> ErrorSpec {
-    ErrorSpec { status, error_type, code, should_retry: retry }
+const fn row(
+    status: u16,
+    error_type: &'static str,
+    code: Option<&'static str>,
+    retry: Option<bool>,
+) -> ErrorSpec {
+    ErrorSpec {
+        status,
+        error_type,
+        code,
+        should_retry: retry,
+    }
 }
 
 /// The table: every error class with its status, type, default code and retry advice.
@@ -83,7 +93,12 @@ pub struct ErrorObject {
 impl ApiError {
     /// An error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), param: None, code_override: None }
+        Self {
+            kind,
+            message: message.into(),
+            param: None,
+            code_override: None,
+        }
     }
 
     /// Sets the parameter at fault.
@@ -116,8 +131,11 @@ impl ApiError {
 
     /// 404 for an unknown model id.
     pub fn model_not_found(model: &str) -> Self {
-        Self::new(ErrorKind::ModelNotFound, format!("The model '{model}' does not exist on this gateway."))
-            .with_param("model")
+        Self::new(
+            ErrorKind::ModelNotFound,
+            format!("The model '{model}' does not exist on this gateway."),
+        )
+        .with_param("model")
     }
 
     /// 502 `Upstream request failed`, with an optional detail that must not contain secrets.
@@ -131,7 +149,10 @@ impl ApiError {
 
     /// 500 with a generic message (log the cause, do not send it).
     pub fn internal() -> Self {
-        Self::new(ErrorKind::Internal, "The server had an error while processing your request.")
+        Self::new(
+            ErrorKind::Internal,
+            "The server had an error while processing your request.",
+        )
     }
 
     /// The row of the table for this error's kind.
@@ -201,7 +222,9 @@ pub fn request_error_code(err: &RequestError) -> &'static str {
         RequestError::OutOfRange { .. } => "integer_above_max_value",
         RequestError::Empty { .. } => "empty_string",
         RequestError::TooLong { .. } => "string_above_max_length",
-        RequestError::Unsupported { param, .. } if param == "input_fidelity" => "invalid_input_fidelity_model",
+        RequestError::Unsupported { param, .. } if param == "input_fidelity" => {
+            "invalid_input_fidelity_model"
+        }
         RequestError::Unsupported { param, .. } if param == "background" => "invalid_value",
         RequestError::Unsupported { .. } => "unsupported_parameter",
         RequestError::ModelNotAccepted { .. } => "model_not_found",
@@ -253,9 +276,15 @@ mod tests {
 
     #[test]
     fn sentences_capitalize_ordinary_words_only() {
-        assert_eq!(sentence("missing required parameter 'prompt'"), "Missing required parameter 'prompt'.");
+        assert_eq!(
+            sentence("missing required parameter 'prompt'"),
+            "Missing required parameter 'prompt'."
+        );
         assert_eq!(sentence("size 1792x936: bad"), "Size 1792x936: bad.");
-        assert_eq!(sentence("input_fidelity must be omitted"), "input_fidelity must be omitted.");
+        assert_eq!(
+            sentence("input_fidelity must be omitted"),
+            "input_fidelity must be omitted."
+        );
         assert_eq!(sentence("'n' is 11."), "'n' is 11.");
         assert_eq!(sentence(""), "");
     }
@@ -265,7 +294,12 @@ mod tests {
         let err = ApiError::new(ErrorKind::InvalidRequest, "x").with_code("invalid_json");
         assert_eq!(err.code(), Some("invalid_json"));
         assert_eq!(ApiError::new(ErrorKind::Internal, "x").code(), None);
-        let below = RequestError::OutOfRange { param: "n".into(), value: 0, min: 1, max: 10 };
+        let below = RequestError::OutOfRange {
+            param: "n".into(),
+            value: 0,
+            min: 1,
+            max: 10,
+        };
         assert_eq!(request_error_code(&below), "integer_below_min_value");
     }
 }

@@ -59,7 +59,10 @@ pub fn sniff(bytes: &[u8]) -> Result<ImageInfo, HeaderError> {
         None => return Err(HeaderError::Unrecognized),
     };
     if width == 0 || height == 0 {
-        return Err(HeaderError::Invalid { format, reason: "width or height is zero" });
+        return Err(HeaderError::Invalid {
+            format,
+            reason: "width or height is zero",
+        });
     }
     Ok(ImageInfo {
         format,
@@ -72,7 +75,12 @@ pub fn sniff(bytes: &[u8]) -> Result<ImageInfo, HeaderError> {
 type Header = (ImageFileFormat, u32, u32, bool);
 
 fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_be_bytes([*bytes.get(at)?, *bytes.get(at + 1)?, *bytes.get(at + 2)?, *bytes.get(at + 3)?]))
+    Some(u32::from_be_bytes([
+        *bytes.get(at)?,
+        *bytes.get(at + 1)?,
+        *bytes.get(at + 2)?,
+        *bytes.get(at + 3)?,
+    ]))
 }
 
 fn be_u16(bytes: &[u8], at: usize) -> Option<u16> {
@@ -84,11 +92,21 @@ fn le_u16(bytes: &[u8], at: usize) -> Option<u16> {
 }
 
 fn le_u24(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes([*bytes.get(at)?, *bytes.get(at + 1)?, *bytes.get(at + 2)?, 0]))
+    Some(u32::from_le_bytes([
+        *bytes.get(at)?,
+        *bytes.get(at + 1)?,
+        *bytes.get(at + 2)?,
+        0,
+    ]))
 }
 
 fn le_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes([*bytes.get(at)?, *bytes.get(at + 1)?, *bytes.get(at + 2)?, *bytes.get(at + 3)?]))
+    Some(u32::from_le_bytes([
+        *bytes.get(at)?,
+        *bytes.get(at + 1)?,
+        *bytes.get(at + 2)?,
+        *bytes.get(at + 3)?,
+    ]))
 }
 
 fn png(bytes: &[u8]) -> Result<Header, HeaderError> {
@@ -99,19 +117,30 @@ fn png(bytes: &[u8]) -> Result<Header, HeaderError> {
         return Err(if bytes.len() < ihdr_at + 8 {
             truncated
         } else {
-            HeaderError::Invalid { format: FORMAT, reason: "the first chunk is not IHDR" }
+            HeaderError::Invalid {
+                format: FORMAT,
+                reason: "the first chunk is not IHDR",
+            }
         });
     }
     let width = be_u32(bytes, ihdr_at + 8).ok_or(truncated.clone())?;
     let height = be_u32(bytes, ihdr_at + 12).ok_or(truncated.clone())?;
     let color_type = *bytes.get(ihdr_at + 17).ok_or(truncated.clone())?;
     if width > i32::MAX as u32 || height > i32::MAX as u32 {
-        return Err(HeaderError::Invalid { format: FORMAT, reason: "width or height exceeds 2^31-1" });
+        return Err(HeaderError::Invalid {
+            format: FORMAT,
+            reason: "width or height exceeds 2^31-1",
+        });
     }
     let has_alpha = match color_type {
         4 | 6 => true,
         0 | 2 | 3 => has_trns_chunk(bytes, ihdr_at).ok_or(truncated)?,
-        _ => return Err(HeaderError::Invalid { format: FORMAT, reason: "unknown colour type" }),
+        _ => {
+            return Err(HeaderError::Invalid {
+                format: FORMAT,
+                reason: "unknown colour type",
+            });
+        }
     };
     Ok((FORMAT, width, height, has_alpha))
 }
@@ -132,7 +161,10 @@ fn has_trns_chunk(bytes: &[u8], first_chunk_at: usize) -> Option<bool> {
 fn jpeg(bytes: &[u8]) -> Result<Header, HeaderError> {
     const FORMAT: ImageFileFormat = ImageFileFormat::Jpeg;
     let truncated = HeaderError::Truncated(FORMAT);
-    let invalid = |reason| HeaderError::Invalid { format: FORMAT, reason };
+    let invalid = |reason| HeaderError::Invalid {
+        format: FORMAT,
+        reason,
+    };
     let mut at = 2;
     loop {
         if *bytes.get(at).ok_or(truncated.clone())? != 0xFF {
@@ -166,7 +198,10 @@ fn jpeg(bytes: &[u8]) -> Result<Header, HeaderError> {
 fn webp(bytes: &[u8]) -> Result<Header, HeaderError> {
     const FORMAT: ImageFileFormat = ImageFileFormat::Webp;
     let truncated = HeaderError::Truncated(FORMAT);
-    let invalid = |reason| HeaderError::Invalid { format: FORMAT, reason };
+    let invalid = |reason| HeaderError::Invalid {
+        format: FORMAT,
+        reason,
+    };
     let chunk = bytes.get(12..16).ok_or(truncated.clone())?;
     let body = 20;
     match chunk {

@@ -53,9 +53,15 @@ pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
 pub fn decode_generation(bytes: &[u8]) -> Result<ImageParamsDraft, ApiError> {
     let body = parse_object(bytes)?;
     if let Some(unknown) = body.keys().find(|key| !GENERATION_KEYS.contains(&key.as_str())) {
-        return Err(RequestError::UnknownParameter { param: unknown.clone() }.into());
+        return Err(RequestError::UnknownParameter {
+            param: unknown.clone(),
+        }
+        .into());
     }
-    let fields = Fields { object: &body, prefix: "" };
+    let fields = Fields {
+        object: &body,
+        prefix: "",
+    };
     if fields.present("style") {
         return Err(RequestError::Unsupported {
             param: "style".to_owned(),
@@ -106,7 +112,10 @@ pub struct ResponsesBody {
 /// Decodes a Responses request.
 pub fn decode_responses(bytes: &[u8]) -> Result<ResponsesBody, ApiError> {
     let body = parse_object(bytes)?;
-    let fields = Fields { object: &body, prefix: "" };
+    let fields = Fields {
+        object: &body,
+        prefix: "",
+    };
     let model = fields.string("model")?;
     let stream = fields.boolean("stream")?.unwrap_or(false);
     let mut image_tools = Vec::new();
@@ -121,7 +130,10 @@ pub fn decode_responses(bytes: &[u8]) -> Result<ResponsesBody, ApiError> {
                     continue;
                 }
                 let prefix = format!("tools[{index}].");
-                let fields = Fields { object: tool, prefix: &prefix };
+                let fields = Fields {
+                    object: tool,
+                    prefix: &prefix,
+                };
                 let draft = ImageToolDraft {
                     quality: fields.string("quality")?,
                     size: fields.string("size")?,
@@ -138,7 +150,12 @@ pub fn decode_responses(bytes: &[u8]) -> Result<ResponsesBody, ApiError> {
         }
         Some(other) => return Err(invalid_type("tools", "an array", other)),
     }
-    Ok(ResponsesBody { body, model, stream, image_tools })
+    Ok(ResponsesBody {
+        body,
+        model,
+        stream,
+        image_tools,
+    })
 }
 
 impl ResponsesBody {
@@ -214,7 +231,9 @@ impl Fields<'_> {
     /// Integers; integral floats such as `2.0` are accepted, and integers beyond the i64 range
     /// saturate (so the range check reports them).
     fn integer(&self, key: &str) -> Result<Option<i64>, ApiError> {
-        let Some(value) = self.get(key) else { return Ok(None) };
+        let Some(value) = self.get(key) else {
+            return Ok(None);
+        };
         let Value::Number(number) = value else {
             return Err(invalid_type(&self.param(key), "an integer", value));
         };

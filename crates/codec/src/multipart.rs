@@ -56,7 +56,11 @@ pub struct EditLimits {
 
 impl Default for EditLimits {
     fn default() -> Self {
-        Self { max_images: MAX_EDIT_IMAGES, max_file_bytes: MAX_FILE_BYTES, max_text_bytes: 1024 * 1024 }
+        Self {
+            max_images: MAX_EDIT_IMAGES,
+            max_file_bytes: MAX_FILE_BYTES,
+            max_text_bytes: 1024 * 1024,
+        }
     }
 }
 
@@ -97,14 +101,19 @@ where
     let mut mask = None;
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
         let name = field.name().map(str::to_owned).ok_or_else(|| {
-            ApiError::new(ErrorKind::InvalidRequest, "A part of the multipart body has no name.")
-                .with_code("invalid_multipart")
+            ApiError::new(
+                ErrorKind::InvalidRequest,
+                "A part of the multipart body has no name.",
+            )
+            .with_code("invalid_multipart")
         })?;
         let filename = field.file_name().map(str::to_owned);
         match PartName::parse(&name) {
             PartName::Image(index) => {
                 if images.len() >= limits.max_images {
-                    let err = ApiError::from(RequestError::TooManyImages { count: images.len() + 1 });
+                    let err = ApiError::from(RequestError::TooManyImages {
+                        count: images.len() + 1,
+                    });
                     return Err(ApiError {
                         message: format!(
                             "Too many input images: an edit accepts at most {}.",
@@ -115,7 +124,15 @@ where
                 }
                 let bytes = read_file(&mut field, &name, limits.max_file_bytes).await?;
                 let info = sniff(&name, &bytes)?;
-                images.push((index, UploadedImage { field: name, filename, info, bytes }));
+                images.push((
+                    index,
+                    UploadedImage {
+                        field: name,
+                        filename,
+                        info,
+                        bytes,
+                    },
+                ));
             }
             PartName::Mask => {
                 if mask.is_some() {
@@ -123,7 +140,12 @@ where
                 }
                 let bytes = read_file(&mut field, &name, limits.max_file_bytes).await?;
                 let info = sniff(&name, &bytes)?;
-                mask = Some(UploadedImage { field: name, filename, info, bytes });
+                mask = Some(UploadedImage {
+                    field: name,
+                    filename,
+                    info,
+                    bytes,
+                });
             }
             PartName::Text => {
                 if seen.contains(&name) {
@@ -163,7 +185,9 @@ impl PartName {
         if name == "mask" {
             return Self::Mask;
         }
-        let index = name.strip_prefix("image[").and_then(|rest| rest.strip_suffix(']'));
+        let index = name
+            .strip_prefix("image[")
+            .and_then(|rest| rest.strip_suffix(']'));
         match index.and_then(|digits| digits.parse::<u64>().ok()) {
             Some(index) => Self::Image(Some(index)),
             None => Self::Text,
@@ -179,7 +203,11 @@ async fn read_file(field: &mut multer::Field<'_>, name: &str, limit: u64) -> Res
     while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
         len = len.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
         if len >= limit {
-            return Err(RequestError::FileTooLarge { param: name.to_owned(), limit }.into());
+            return Err(RequestError::FileTooLarge {
+                param: name.to_owned(),
+                limit,
+            }
+            .into());
         }
         match first.take() {
             None if joined.is_empty() => first = Some(chunk),
@@ -195,7 +223,10 @@ async fn read_file(field: &mut multer::Field<'_>, name: &str, limit: u64) -> Res
             if prefix.len() >= MAGIC_LEN {
                 magic_checked = true;
                 if image_header::sniff_format(prefix).is_none() {
-                    return Err(RequestError::UnsupportedFileType { param: name.to_owned() }.into());
+                    return Err(RequestError::UnsupportedFileType {
+                        param: name.to_owned(),
+                    }
+                    .into());
                 }
             }
         }
@@ -205,10 +236,16 @@ async fn read_file(field: &mut multer::Field<'_>, name: &str, limit: u64) -> Res
 
 fn sniff(name: &str, bytes: &[u8]) -> Result<ImageInfo, ApiError> {
     image_header::sniff(bytes).map_err(|err| match err {
-        HeaderError::Unrecognized => RequestError::UnsupportedFileType { param: name.to_owned() }.into(),
-        other => ApiError::new(ErrorKind::InvalidRequest, format!("Invalid file '{name}': {other}."))
-            .with_param(name)
-            .with_code("invalid_image"),
+        HeaderError::Unrecognized => RequestError::UnsupportedFileType {
+            param: name.to_owned(),
+        }
+        .into(),
+        other => ApiError::new(
+            ErrorKind::InvalidRequest,
+            format!("Invalid file '{name}': {other}."),
+        )
+        .with_param(name)
+        .with_code("invalid_image"),
     })
 }
 
@@ -249,7 +286,12 @@ fn set_text_field(draft: &mut ImageParamsDraft, name: &str, text: String) -> Res
         "user" => draft.user = Some(text),
         "input_fidelity" => draft.input_fidelity = Some(text),
         "response_format" => draft.response_format = Some(text),
-        _ => return Err(RequestError::UnknownParameter { param: name.to_owned() }.into()),
+        _ => {
+            return Err(RequestError::UnknownParameter {
+                param: name.to_owned(),
+            }
+            .into());
+        }
     }
     Ok(())
 }
@@ -259,7 +301,11 @@ fn parse_integer(name: &str, text: &str) -> Result<i64, ApiError> {
     trimmed.parse::<i64>().or_else(|_| {
         let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);
         if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-            Ok(if trimmed.starts_with('-') { i64::MIN } else { i64::MAX })
+            Ok(if trimmed.starts_with('-') {
+                i64::MIN
+            } else {
+                i64::MAX
+            })
         } else {
             Err(text_type_error(name, "an integer", text))
         }
@@ -313,7 +359,10 @@ struct OneChunkPerPoll<S> {
 
 impl<S> OneChunkPerPoll<S> {
     fn new(inner: S) -> Self {
-        Self { inner: Box::pin(inner), just_yielded: false }
+        Self {
+            inner: Box::pin(inner),
+            just_yielded: false,
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 use imagegate_codec::sse::encode_error;
 use imagegate_codec::{ApiError, error_spec, json, wire};
 use imagegate_domain::{
-    Dimensions, ErrorKind, ImageFileFormat, ImageInfo, ImageParamsDraft, ModelCatalog, RequestError, check_mask,
-    validate_edit, validate_generation, validate_main_model,
+    Dimensions, ErrorKind, ImageFileFormat, ImageInfo, ImageParamsDraft, ModelCatalog, RequestError,
+    check_mask, validate_edit, validate_generation, validate_main_model,
 };
 
 const ALL_KINDS: [ErrorKind; 14] = [
@@ -33,7 +33,10 @@ fn render(err: &ApiError) -> String {
     };
     let body = String::from_utf8(err.to_json_bytes().to_vec()).unwrap();
     // The typed bytes and the Value body are the same document.
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap(), err.to_body());
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+        err.to_body()
+    );
     format!("HTTP {}\nx-should-retry: {retry}\n{body}", err.status())
 }
 
@@ -48,16 +51,18 @@ fn example(kind: ErrorKind) -> ApiError {
         ErrorKind::PermissionDenied => ApiError::new(kind, "This API key may not use /v1/images/edits."),
         ErrorKind::NotFound => ApiError::route_not_found("GET", "/v1/nothing"),
         ErrorKind::PayloadTooLarge => ApiError::new(kind, "The request body is larger than 820 MiB."),
-        ErrorKind::KeyRateLimited => {
-            ApiError::new(kind, "Rate limit reached for this API key: 5 images per minute. Try again in 12s.")
-        }
+        ErrorKind::KeyRateLimited => ApiError::new(
+            kind,
+            "Rate limit reached for this API key: 5 images per minute. Try again in 12s.",
+        ),
         ErrorKind::UsageLimitReached => ApiError::new(
             kind,
             "Every upstream account has reached its usage limit. Try again after the reset in 3600s.",
         ),
-        ErrorKind::ContentPolicy => {
-            ApiError::new(kind, "Your request was rejected by the safety system of the upstream.")
-        }
+        ErrorKind::ContentPolicy => ApiError::new(
+            kind,
+            "Your request was rejected by the safety system of the upstream.",
+        ),
         ErrorKind::UpstreamFailed => ApiError::upstream_failed(Some("the upstream returned no image")),
         ErrorKind::UpstreamTimeout => ApiError::new(kind, "The upstream did not answer within 300 seconds."),
         ErrorKind::Overloaded => ApiError::new(kind, "The gateway is at capacity. Try again shortly."),
@@ -67,8 +72,11 @@ fn example(kind: ErrorKind) -> ApiError {
 
 #[test]
 fn the_table_matches_the_agreed_interface() {
-    let rows: Vec<(u16, &str, Option<&str>)> =
-        ALL_KINDS.iter().map(|kind| error_spec(*kind)).map(|s| (s.status, s.error_type, s.code)).collect();
+    let rows: Vec<(u16, &str, Option<&str>)> = ALL_KINDS
+        .iter()
+        .map(|kind| error_spec(*kind))
+        .map(|s| (s.status, s.error_type, s.code))
+        .collect();
     assert_eq!(
         rows,
         vec![
@@ -88,7 +96,11 @@ fn the_table_matches_the_agreed_interface() {
             (500, "server_error", None),
         ]
     );
-    assert!(ApiError::upstream_failed(None).message.starts_with("Upstream request failed"));
+    assert!(
+        ApiError::upstream_failed(None)
+            .message
+            .starts_with("Upstream request failed")
+    );
 }
 
 #[test]
@@ -101,15 +113,26 @@ fn one_body_per_error_kind() {
 }
 
 fn refusal(draft: ImageParamsDraft) -> ApiError {
-    validate_generation(draft, &ModelCatalog::default()).unwrap_err().into()
+    validate_generation(draft, &ModelCatalog::default())
+        .unwrap_err()
+        .into()
 }
 
 fn draft() -> ImageParamsDraft {
-    ImageParamsDraft { model: Some("gpt-image-2".into()), prompt: Some("a fox".into()), ..Default::default() }
+    ImageParamsDraft {
+        model: Some("gpt-image-2".into()),
+        prompt: Some("a fox".into()),
+        ..Default::default()
+    }
 }
 
 fn info(format: ImageFileFormat, width: u32, height: u32, has_alpha: bool) -> ImageInfo {
-    ImageInfo { format, dimensions: Dimensions { width, height }, has_alpha, byte_len: 100 }
+    ImageInfo {
+        format,
+        dimensions: Dimensions { width, height },
+        has_alpha,
+        byte_len: 100,
+    }
 }
 
 #[test]
@@ -117,37 +140,136 @@ fn request_error_bodies() {
     let png = info(ImageFileFormat::Png, 1024, 1024, true);
     let mask = |m: ImageInfo| -> ApiError { check_mask(&png, &m).unwrap_err().into() };
     let cases: Vec<(&str, ApiError)> = vec![
-        ("missing_prompt", refusal(ImageParamsDraft { prompt: None, ..draft() })),
-        ("invalid_type_n", json::decode_generation(br#"{"n":"2"}"#).unwrap_err()),
-        ("invalid_json", json::decode_generation(b"{\"prompt\":").unwrap_err()),
-        ("invalid_value_quality", refusal(ImageParamsDraft { quality: Some("ultra".into()), ..draft() })),
-        ("out_of_range_n", refusal(ImageParamsDraft { n: Some(11), ..draft() })),
-        ("empty_prompt", refusal(ImageParamsDraft { prompt: Some(String::new()), ..draft() })),
-        ("too_long_prompt", refusal(ImageParamsDraft { prompt: Some("x".repeat(32_001)), ..draft() })),
-        ("invalid_size", refusal(ImageParamsDraft { size: Some("1792x936".into()), ..draft() })),
-        ("transparent_background", refusal(ImageParamsDraft { background: Some("transparent".into()), ..draft() })),
+        (
+            "missing_prompt",
+            refusal(ImageParamsDraft {
+                prompt: None,
+                ..draft()
+            }),
+        ),
+        (
+            "invalid_type_n",
+            json::decode_generation(br#"{"n":"2"}"#).unwrap_err(),
+        ),
+        (
+            "invalid_json",
+            json::decode_generation(b"{\"prompt\":").unwrap_err(),
+        ),
+        (
+            "invalid_value_quality",
+            refusal(ImageParamsDraft {
+                quality: Some("ultra".into()),
+                ..draft()
+            }),
+        ),
+        (
+            "out_of_range_n",
+            refusal(ImageParamsDraft {
+                n: Some(11),
+                ..draft()
+            }),
+        ),
+        (
+            "empty_prompt",
+            refusal(ImageParamsDraft {
+                prompt: Some(String::new()),
+                ..draft()
+            }),
+        ),
+        (
+            "too_long_prompt",
+            refusal(ImageParamsDraft {
+                prompt: Some("x".repeat(32_001)),
+                ..draft()
+            }),
+        ),
+        (
+            "invalid_size",
+            refusal(ImageParamsDraft {
+                size: Some("1792x936".into()),
+                ..draft()
+            }),
+        ),
+        (
+            "transparent_background",
+            refusal(ImageParamsDraft {
+                background: Some("transparent".into()),
+                ..draft()
+            }),
+        ),
         (
             "input_fidelity_on_edit",
-            validate_edit(ImageParamsDraft { input_fidelity: Some("high".into()), ..draft() }, &ModelCatalog::default())
+            validate_edit(
+                ImageParamsDraft {
+                    input_fidelity: Some("high".into()),
+                    ..draft()
+                },
+                &ModelCatalog::default(),
+            )
+            .unwrap_err()
+            .into(),
+        ),
+        (
+            "model_not_accepted",
+            refusal(ImageParamsDraft {
+                model: Some("dall-e-3".into()),
+                ..draft()
+            }),
+        ),
+        (
+            "image_model_as_main_model",
+            validate_main_model(Some("gpt-image-2"), &ModelCatalog::default())
                 .unwrap_err()
                 .into(),
         ),
-        ("model_not_accepted", refusal(ImageParamsDraft { model: Some("dall-e-3".into()), ..draft() })),
         (
-            "image_model_as_main_model",
-            validate_main_model(Some("gpt-image-2"), &ModelCatalog::default()).unwrap_err().into(),
+            "partial_images_without_stream",
+            refusal(ImageParamsDraft {
+                partial_images: Some(2),
+                ..draft()
+            }),
         ),
-        ("partial_images_without_stream", refusal(ImageParamsDraft { partial_images: Some(2), ..draft() })),
-        ("unknown_parameter", json::decode_generation(br#"{"prompt":"p","foo":1}"#).unwrap_err()),
-        ("too_many_images", RequestError::TooManyImages { count: 17 }.into()),
-        ("file_too_large", RequestError::FileTooLarge { param: "image[]".into(), limit: 52_428_800 }.into()),
-        ("unsupported_file_type", RequestError::UnsupportedFileType { param: "image[]".into() }.into()),
-        ("mask_no_alpha", mask(info(ImageFileFormat::Png, 1024, 1024, false))),
-        ("mask_format_mismatch", mask(info(ImageFileFormat::Webp, 1024, 1024, true))),
-        ("mask_dimension_mismatch", mask(info(ImageFileFormat::Png, 512, 512, true))),
+        (
+            "unknown_parameter",
+            json::decode_generation(br#"{"prompt":"p","foo":1}"#).unwrap_err(),
+        ),
+        (
+            "too_many_images",
+            RequestError::TooManyImages { count: 17 }.into(),
+        ),
+        (
+            "file_too_large",
+            RequestError::FileTooLarge {
+                param: "image[]".into(),
+                limit: 52_428_800,
+            }
+            .into(),
+        ),
+        (
+            "unsupported_file_type",
+            RequestError::UnsupportedFileType {
+                param: "image[]".into(),
+            }
+            .into(),
+        ),
+        (
+            "mask_no_alpha",
+            mask(info(ImageFileFormat::Png, 1024, 1024, false)),
+        ),
+        (
+            "mask_format_mismatch",
+            mask(info(ImageFileFormat::Webp, 1024, 1024, true)),
+        ),
+        (
+            "mask_dimension_mismatch",
+            mask(info(ImageFileFormat::Png, 512, 512, true)),
+        ),
     ];
     for (name, err) in cases {
-        assert!(err.status() == 400 || err.status() == 404 || err.status() == 413, "{name}");
+        assert!(
+            err.status() == 400 || err.status() == 404 || err.status() == 413,
+            "{name}"
+        );
         insta::assert_snapshot!(format!("request_{name}"), render(&err));
     }
 }

@@ -31,19 +31,55 @@ fn jpeg_frame_header() {
 
 #[test]
 fn webp_lossless_extended_and_lossy() {
-    check(&support::webp_lossless(33, 17, true), ImageFileFormat::Webp, 33, 17, true);
-    check(&support::webp_lossless(33, 17, false), ImageFileFormat::Webp, 33, 17, false);
-    check(&support::webp_extended(64, 20, true), ImageFileFormat::Webp, 64, 20, true);
-    check(&support::webp_extended(64, 20, false), ImageFileFormat::Webp, 64, 20, false);
-    check(&support::webp_lossy_header(1024, 768), ImageFileFormat::Webp, 1024, 768, false);
+    check(
+        &support::webp_lossless(33, 17, true),
+        ImageFileFormat::Webp,
+        33,
+        17,
+        true,
+    );
+    check(
+        &support::webp_lossless(33, 17, false),
+        ImageFileFormat::Webp,
+        33,
+        17,
+        false,
+    );
+    check(
+        &support::webp_extended(64, 20, true),
+        ImageFileFormat::Webp,
+        64,
+        20,
+        true,
+    );
+    check(
+        &support::webp_extended(64, 20, false),
+        ImageFileFormat::Webp,
+        64,
+        20,
+        false,
+    );
+    check(
+        &support::webp_lossy_header(1024, 768),
+        ImageFileFormat::Webp,
+        1024,
+        768,
+        false,
+    );
 }
 
 #[test]
 fn generated_webp_files_are_real_and_agree_with_a_decoder() {
-    for bytes in [support::webp_lossless(31, 7, true), support::webp_extended(12, 40, false)] {
+    for bytes in [
+        support::webp_lossless(31, 7, true),
+        support::webp_extended(12, 40, false),
+    ] {
         let decoder = image_webp::WebPDecoder::new(std::io::Cursor::new(&bytes)).unwrap();
         let info = sniff(&bytes).unwrap();
-        assert_eq!(decoder.dimensions(), (info.dimensions.width, info.dimensions.height));
+        assert_eq!(
+            decoder.dimensions(),
+            (info.dimensions.width, info.dimensions.height)
+        );
         assert_eq!(decoder.has_alpha(), info.has_alpha);
     }
 }
@@ -55,13 +91,22 @@ fn generated_png_files_agree_with_a_decoder() {
         let reader = decoder.read_info().unwrap();
         let header = reader.info();
         let info = sniff(&bytes).unwrap();
-        assert_eq!((header.width, header.height), (info.dimensions.width, info.dimensions.height));
+        assert_eq!(
+            (header.width, header.height),
+            (info.dimensions.width, info.dimensions.height)
+        );
     }
 }
 
 #[test]
 fn other_files_are_unrecognized() {
-    for bytes in [&b"GIF89a......"[..], b"%PDF-1.7", b"", b"RIFF\0\0\0\0WAVEfmt ", b"<svg/>"] {
+    for bytes in [
+        &b"GIF89a......"[..],
+        b"%PDF-1.7",
+        b"",
+        b"RIFF\0\0\0\0WAVEfmt ",
+        b"<svg/>",
+    ] {
         assert_eq!(sniff(bytes), Err(HeaderError::Unrecognized), "{bytes:?}");
     }
 }
@@ -69,27 +114,51 @@ fn other_files_are_unrecognized() {
 #[test]
 fn truncated_headers_say_so() {
     let png = support::png_rgba(4, 4);
-    assert_eq!(sniff(&png[..20]), Err(HeaderError::Truncated(ImageFileFormat::Png)));
+    assert_eq!(
+        sniff(&png[..20]),
+        Err(HeaderError::Truncated(ImageFileFormat::Png))
+    );
     let jpeg = support::jpeg(8, 8);
-    assert_eq!(sniff(&jpeg[..10]), Err(HeaderError::Truncated(ImageFileFormat::Jpeg)));
+    assert_eq!(
+        sniff(&jpeg[..10]),
+        Err(HeaderError::Truncated(ImageFileFormat::Jpeg))
+    );
     let webp = support::webp_lossless(4, 4, true);
-    assert_eq!(sniff(&webp[..16]), Err(HeaderError::Truncated(ImageFileFormat::Webp)));
+    assert_eq!(
+        sniff(&webp[..16]),
+        Err(HeaderError::Truncated(ImageFileFormat::Webp))
+    );
 }
 
 #[test]
 fn png_rgb_without_idat_before_the_end_is_truncated() {
     let png = support::png_rgb(4, 4);
     // Signature + IHDR (25 bytes) only: the tRNS search runs off the end.
-    assert_eq!(sniff(&png[..33]), Err(HeaderError::Truncated(ImageFileFormat::Png)));
+    assert_eq!(
+        sniff(&png[..33]),
+        Err(HeaderError::Truncated(ImageFileFormat::Png))
+    );
 }
 
 #[test]
 fn zero_dimensions_and_bad_markers_are_invalid() {
     let mut png = support::png_rgba(4, 4);
     png[16..20].copy_from_slice(&0u32.to_be_bytes());
-    assert!(matches!(sniff(&png), Err(HeaderError::Invalid { format: ImageFileFormat::Png, .. })));
+    assert!(matches!(
+        sniff(&png),
+        Err(HeaderError::Invalid {
+            format: ImageFileFormat::Png,
+            ..
+        })
+    ));
     let jpeg = [0xFF, 0xD8, 0xFF, 0xD9];
-    assert!(matches!(sniff(&jpeg), Err(HeaderError::Invalid { format: ImageFileFormat::Jpeg, .. })));
+    assert!(matches!(
+        sniff(&jpeg),
+        Err(HeaderError::Invalid {
+            format: ImageFileFormat::Jpeg,
+            ..
+        })
+    ));
 }
 
 #[test]

@@ -41,7 +41,11 @@ fn explicit_null_means_absent() {
     let draft = decode_generation(body).unwrap();
     assert_eq!(
         draft,
-        ImageParamsDraft { model: Some("gpt-image-2".into()), prompt: Some("p".into()), ..Default::default() }
+        ImageParamsDraft {
+            model: Some("gpt-image-2".into()),
+            prompt: Some("p".into()),
+            ..Default::default()
+        }
     );
 }
 
@@ -58,19 +62,47 @@ fn unknown_keys_are_refused_by_name() {
 #[test]
 fn type_errors_name_the_field_and_both_types() {
     let cases = [
-        (r#"{"n":"2"}"#, "n", "expected an integer, but got a string instead"),
-        (r#"{"n":1.5}"#, "n", "expected an integer, but got a decimal number instead"),
-        (r#"{"stream":"true"}"#, "stream", "expected a boolean, but got a string instead"),
-        (r#"{"prompt":42}"#, "prompt", "expected a string, but got an integer instead"),
-        (r#"{"size":[1024,1024]}"#, "size", "expected a string, but got an array instead"),
-        (r#"{"model":{"id":"x"}}"#, "model", "expected a string, but got an object instead"),
+        (
+            r#"{"n":"2"}"#,
+            "n",
+            "expected an integer, but got a string instead",
+        ),
+        (
+            r#"{"n":1.5}"#,
+            "n",
+            "expected an integer, but got a decimal number instead",
+        ),
+        (
+            r#"{"stream":"true"}"#,
+            "stream",
+            "expected a boolean, but got a string instead",
+        ),
+        (
+            r#"{"prompt":42}"#,
+            "prompt",
+            "expected a string, but got an integer instead",
+        ),
+        (
+            r#"{"size":[1024,1024]}"#,
+            "size",
+            "expected a string, but got an array instead",
+        ),
+        (
+            r#"{"model":{"id":"x"}}"#,
+            "model",
+            "expected a string, but got an object instead",
+        ),
     ];
     for (body, param, fragment) in cases {
         let err = decode_generation(body.as_bytes()).unwrap_err();
         assert_eq!(err.param.as_deref(), Some(param), "{body}");
         assert_eq!(err.code(), Some("invalid_type"), "{body}");
         assert_eq!(err.status(), 400);
-        assert!(err.message.starts_with(&format!("Invalid type for '{param}': ")), "{}", err.message);
+        assert!(
+            err.message.starts_with(&format!("Invalid type for '{param}': ")),
+            "{}",
+            err.message
+        );
         assert!(err.message.contains(fragment), "{}", err.message);
     }
 }
@@ -87,11 +119,19 @@ fn invalid_json_and_non_objects_are_clear_400s() {
     let err = decode_generation(b"{\"prompt\": ").unwrap_err();
     assert_eq!(err.status(), 400);
     assert_eq!(err.code(), Some("invalid_json"));
-    assert!(err.message.contains("could not parse the JSON body"), "{}", err.message);
+    assert!(
+        err.message.contains("could not parse the JSON body"),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains("line 1"), "{}", err.message);
     let err = decode_generation(b"[1,2]").unwrap_err();
     assert_eq!(err.code(), Some("invalid_type"));
-    assert!(err.message.contains("a JSON object, but got an array"), "{}", err.message);
+    assert!(
+        err.message.contains("a JSON object, but got an array"),
+        "{}",
+        err.message
+    );
     assert_eq!(decode_generation(b"").unwrap_err().code(), Some("invalid_json"));
 }
 
@@ -156,11 +196,12 @@ fn responses_without_stream_or_tools_is_fine() {
 
 #[test]
 fn image_tools_are_validated_with_positional_params_and_models_can_be_rewritten() {
-    let mut decoded = decode_responses(
-        br#"{"model":"gpt-5","tools":[{"type":"image_generation","size":"1000x1000"}]}"#,
-    )
-    .unwrap();
-    let err = decoded.validate_image_tools(&ModelCatalog::default()).unwrap_err();
+    let mut decoded =
+        decode_responses(br#"{"model":"gpt-5","tools":[{"type":"image_generation","size":"1000x1000"}]}"#)
+            .unwrap();
+    let err = decoded
+        .validate_image_tools(&ModelCatalog::default())
+        .unwrap_err();
     assert_eq!(err.param.as_deref(), Some("tools[0].size"));
     assert_eq!(err.status(), 400);
     assert!(decoded.set_tool_model(0, "gpt-image-2-2026-04-21"));

@@ -50,7 +50,13 @@ async fn an_sdk_form_decodes_with_any_chunk_size() {
         assert_eq!(first.field, "image[]");
         assert_eq!(first.filename.as_deref(), Some("a.png"));
         assert_eq!(first.info.format, ImageFileFormat::Png);
-        assert_eq!(first.info.dimensions, Dimensions { width: 32, height: 16 });
+        assert_eq!(
+            first.info.dimensions,
+            Dimensions {
+                width: 32,
+                height: 16
+            }
+        );
         assert!(first.info.has_alpha);
         assert_eq!(first.bytes, Bytes::from(support::png_rgba(32, 16)));
         assert_eq!(form.images[1].info.format, ImageFileFormat::Jpeg);
@@ -64,8 +70,18 @@ async fn an_sdk_form_decodes_with_any_chunk_size() {
 #[tokio::test]
 async fn parts_in_any_order_and_a_single_image_part() {
     let form = Form::new()
-        .file("mask", "m.webp", "application/octet-stream", &support::webp_extended(20, 10, true))
-        .file("image", "in.webp", "application/octet-stream", &support::webp_lossless(20, 10, false))
+        .file(
+            "mask",
+            "m.webp",
+            "application/octet-stream",
+            &support::webp_extended(20, 10, true),
+        )
+        .file(
+            "image",
+            "in.webp",
+            "application/octet-stream",
+            &support::webp_lossless(20, 10, false),
+        )
         .text("prompt", "p")
         .text("stream", "FALSE");
     let form = decode(form, 5).await.unwrap();
@@ -86,7 +102,13 @@ async fn indexed_images_are_ordered_by_index() {
     let form = decode(form, 1024).await.unwrap();
     let names: Vec<_> = form.images.iter().map(|image| image.field.as_str()).collect();
     assert_eq!(names, ["image[0]", "image[1]"]);
-    assert_eq!(form.images[0].info.dimensions, Dimensions { width: 24, height: 24 });
+    assert_eq!(
+        form.images[0].info.dimensions,
+        Dimensions {
+            width: 24,
+            height: 24
+        }
+    );
 }
 
 #[tokio::test]
@@ -110,7 +132,10 @@ async fn more_than_sixteen_images_are_refused() {
 }
 
 /// A body stream that fails if it is read past `readable` bytes.
-fn poisoned_after(body: Vec<u8>, readable: usize) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+fn poisoned_after(
+    body: Vec<u8>,
+    readable: usize,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
     let head = Bytes::from(body).slice(..readable);
     let chunks: Vec<Result<Bytes, std::io::Error>> = head
         .chunks(100)
@@ -122,12 +147,20 @@ fn poisoned_after(body: Vec<u8>, readable: usize) -> impl futures::Stream<Item =
 
 #[tokio::test]
 async fn a_file_is_refused_as_soon_as_it_reaches_the_limit() {
-    let limits = EditLimits { max_file_bytes: 1000, ..EditLimits::default() };
+    let limits = EditLimits {
+        max_file_bytes: 1000,
+        ..EditLimits::default()
+    };
     let mut big = support::png_rgb(4, 4);
     big.resize(5000, 0);
-    let (boundary, body) = Form::new().file("image[]", "big.png", "image/png", &big).text("prompt", "p").finish();
+    let (boundary, body) = Form::new()
+        .file("image[]", "big.png", "image/png", &big)
+        .text("prompt", "p")
+        .finish();
     // Only ~1.5 KB of the 5 KB file can be read; reading further would hit the stream error.
-    let err = decode_edit_with_limits(poisoned_after(body, 1500), &boundary, limits).await.unwrap_err();
+    let err = decode_edit_with_limits(poisoned_after(body, 1500), &boundary, limits)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::PayloadTooLarge);
     assert_eq!(err.status(), 413);
     assert_eq!(err.param.as_deref(), Some("image[]"));
@@ -138,7 +171,10 @@ async fn a_file_is_refused_as_soon_as_it_reaches_the_limit() {
 async fn the_limit_is_strict() {
     let png = support::png_rgb(4, 4);
     for (limit, accepted) in [(png.len() as u64 + 1, true), (png.len() as u64, false)] {
-        let limits = EditLimits { max_file_bytes: limit, ..EditLimits::default() };
+        let limits = EditLimits {
+            max_file_bytes: limit,
+            ..EditLimits::default()
+        };
         let (boundary, body) = Form::new().file("image", "a.png", "image/png", &png).finish();
         let result = decode_edit_with_limits(support::chunked(body, 3), &boundary, limits).await;
         assert_eq!(result.is_ok(), accepted, "limit {limit}");
@@ -147,7 +183,10 @@ async fn the_limit_is_strict() {
 
 #[tokio::test]
 async fn files_are_sniffed_not_trusted() {
-    let form = Form::new().text("prompt", "p").file("image[]", "x.png", "image/png", b"GIF89a not a png at all");
+    let form =
+        Form::new()
+            .text("prompt", "p")
+            .file("image[]", "x.png", "image/png", b"GIF89a not a png at all");
     let err = decode(form, 8).await.unwrap_err();
     assert_eq!(err.param.as_deref(), Some("image[]"));
     assert_eq!(err.code(), Some("unsupported_file_mimetype"));
@@ -157,12 +196,16 @@ async fn files_are_sniffed_not_trusted() {
     let mut gif = b"GIF89a".to_vec();
     gif.resize(4000, 7);
     let (boundary, body) = Form::new().file("image", "x.png", "image/png", &gif).finish();
-    let err = decode_edit(poisoned_after(body, 400), &boundary).await.unwrap_err();
+    let err = decode_edit(poisoned_after(body, 400), &boundary)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Some("unsupported_file_mimetype"));
 
     let mut truncated = support::png_rgba(8, 8);
     truncated.truncate(20);
-    let err = decode(Form::new().file("image", "t.png", "image/png", &truncated), 64).await.unwrap_err();
+    let err = decode(Form::new().file("image", "t.png", "image/png", &truncated), 64)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Some("invalid_image"));
     assert!(err.message.contains("truncated"), "{}", err.message);
 }
@@ -172,8 +215,14 @@ async fn each_mask_problem_has_its_own_message() {
     let image = support::png_rgba(32, 32);
     let cases = [
         (support::png_rgb(32, 32), "no alpha channel"),
-        (support::webp_lossless(32, 32, true), "the mask is webp but the image is png"),
-        (support::png_rgba(16, 32), "the mask is 16x32 pixels but the image is 32x32"),
+        (
+            support::webp_lossless(32, 32, true),
+            "the mask is webp but the image is png",
+        ),
+        (
+            support::png_rgba(16, 32),
+            "the mask is 16x32 pixels but the image is 32x32",
+        ),
     ];
     let mut messages = Vec::new();
     for (mask, fragment) in cases {
@@ -202,7 +251,11 @@ async fn text_field_problems() {
     let err = decode(with_image().text("n", "two"), 64).await.unwrap_err();
     assert_eq!(err.param.as_deref(), Some("n"));
     assert_eq!(err.code(), Some("invalid_type"));
-    assert!(err.message.contains("expected an integer, but got 'two' instead"), "{}", err.message);
+    assert!(
+        err.message.contains("expected an integer, but got 'two' instead"),
+        "{}",
+        err.message
+    );
 
     let err = decode(with_image().text("stream", "yes"), 64).await.unwrap_err();
     assert_eq!(err.param.as_deref(), Some("stream"));
@@ -211,10 +264,14 @@ async fn text_field_problems() {
     assert_eq!(err.code(), Some("unknown_parameter"));
     assert_eq!(err.param.as_deref(), Some("colour"));
 
-    let err = decode(with_image().text("n", "1").text("n", "2"), 64).await.unwrap_err();
+    let err = decode(with_image().text("n", "1").text("n", "2"), 64)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Some("duplicate_parameter"));
 
-    let form = decode(with_image().text("n", "99999999999999999999999"), 64).await.unwrap();
+    let form = decode(with_image().text("n", "99999999999999999999999"), 64)
+        .await
+        .unwrap();
     assert_eq!(form.draft.n, Some(i64::MAX));
 }
 
@@ -222,11 +279,16 @@ async fn text_field_problems() {
 async fn malformed_bodies_and_content_types() {
     let (boundary_text, mut body) = Form::new().text("prompt", "p").finish();
     body.truncate(body.len() - 10);
-    let err = decode_edit(support::chunked(body, 16), &boundary_text).await.unwrap_err();
+    let err = decode_edit(support::chunked(body, 16), &boundary_text)
+        .await
+        .unwrap_err();
     assert_eq!(err.status(), 400);
     assert_eq!(err.code(), Some("invalid_multipart"));
 
-    assert_eq!(boundary("multipart/form-data; boundary=abc123").unwrap(), "abc123");
+    assert_eq!(
+        boundary("multipart/form-data; boundary=abc123").unwrap(),
+        "abc123"
+    );
     let err = boundary("application/json").unwrap_err();
     assert_eq!(err.status(), 400);
     assert_eq!(err.code(), Some("invalid_content_type"));

@@ -14,14 +14,22 @@ fn schemas() -> BTreeMap<&'static str, Value> {
 }
 
 fn required(schema: &Value) -> Vec<&str> {
-    schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect()
+    schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect()
 }
 
 #[test]
 fn stems_are_kebab_case_and_schemas_are_draft_2020_12() {
     for (stem, schema) in schemas() {
         assert!(stem.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{stem}");
-        assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema", "{stem}");
+        assert_eq!(
+            schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "{stem}"
+        );
     }
 }
 
@@ -31,14 +39,29 @@ fn key_schemas_require_what_the_sdks_require() {
     assert_eq!(required(&all["images-response"]), ["created"]);
     assert_eq!(required(&all["error"]), ["error"]);
     assert_eq!(required(&all["images-generation-request"]), ["prompt"]);
-    assert_eq!(all["images-generation-request"]["additionalProperties"], Value::Bool(false));
+    assert_eq!(
+        all["images-generation-request"]["additionalProperties"],
+        Value::Bool(false)
+    );
     assert_eq!(required(&all["model"]), ["id", "object", "created", "owned_by"]);
     let completed = required(&all["image-completed-event"]);
-    for key in ["b64_json", "created_at", "size", "quality", "background", "output_format", "usage"] {
+    for key in [
+        "b64_json",
+        "created_at",
+        "size",
+        "quality",
+        "background",
+        "output_format",
+        "usage",
+    ] {
         assert!(completed.contains(&key), "{key}");
     }
     let stream = all["response-stream-event"].to_string();
-    for name in ["response.created", "response.image_generation_call.partial_image", "partial_image_b64"] {
+    for name in [
+        "response.created",
+        "response.image_generation_call.partial_image",
+        "partial_image_b64",
+    ] {
         assert!(stream.contains(name), "{name}");
     }
     let edit = all["images-edit-request"].to_string();

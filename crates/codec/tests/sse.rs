@@ -22,12 +22,19 @@ fn decode_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
 }
 
 fn event(name: Option<&str>, data: &str) -> SseEvent {
-    SseEvent { event: name.map(str::to_owned), data: data.to_owned(), id: None }
+    SseEvent {
+        event: name.map(str::to_owned),
+        data: data.to_owned(),
+        id: None,
+    }
 }
 
 #[test]
 fn encoder_writes_event_line_one_data_line_and_blank_line() {
-    let frame = encode_event("image_generation.completed", &json!({"type": "image_generation.completed", "a": "x\ny"}));
+    let frame = encode_event(
+        "image_generation.completed",
+        &json!({"type": "image_generation.completed", "a": "x\ny"}),
+    );
     assert_eq!(
         &frame[..],
         b"event: image_generation.completed\ndata: {\"a\":\"x\\ny\",\"type\":\"image_generation.completed\"}\n\n"
@@ -57,7 +64,11 @@ fn decoder_accepts_lf_cr_and_crlf_line_ends() {
     for ending in ["\n", "\r", "\r\n"] {
         let text = format!("event: a{ending}data: 1{ending}{ending}data: 2{ending}{ending}");
         let events = decode_all(&[text.as_bytes()]);
-        assert_eq!(events, vec![event(Some("a"), "1"), event(None, "2")], "ending {ending:?}");
+        assert_eq!(
+            events,
+            vec![event(Some("a"), "1"), event(None, "2")],
+            "ending {ending:?}"
+        );
     }
 }
 
@@ -94,7 +105,9 @@ fn events_without_data_are_dropped_and_reset_the_event_name() {
 #[test]
 fn ids_persist_and_retry_is_read_and_unknown_fields_are_ignored() {
     let mut decoder = SseDecoder::new();
-    decoder.push(b"id: 7\nretry: 1500\nfoo: bar\ndata: a\n\ndata: b\n\nretry: x\n").unwrap();
+    decoder
+        .push(b"id: 7\nretry: 1500\nfoo: bar\ndata: a\n\ndata: b\n\nretry: x\n")
+        .unwrap();
     let first = decoder.pop().unwrap();
     let second = decoder.pop().unwrap();
     assert_eq!(first.id.as_deref(), Some("7"));
@@ -120,9 +133,15 @@ fn a_stream_cut_inside_an_event_is_not_idle_and_dispatches_nothing() {
 #[test]
 fn an_oversized_event_is_refused() {
     let mut decoder = SseDecoder::with_max_event_bytes(16);
-    assert_eq!(decoder.push(b"data: 0123456789abcdef0123\n"), Err(SseError::EventTooLarge { limit: 16 }));
+    assert_eq!(
+        decoder.push(b"data: 0123456789abcdef0123\n"),
+        Err(SseError::EventTooLarge { limit: 16 })
+    );
     let mut decoder = SseDecoder::with_max_event_bytes(16);
-    assert_eq!(decoder.push(b"data: 0123456789abcdef0123"), Err(SseError::EventTooLarge { limit: 16 }));
+    assert_eq!(
+        decoder.push(b"data: 0123456789abcdef0123"),
+        Err(SseError::EventTooLarge { limit: 16 })
+    );
 }
 
 #[tokio::test]
@@ -134,7 +153,10 @@ async fn decode_stream_reads_a_chunked_body() {
     body.extend_from_slice(b"data: trailing without blank line");
     let events: Vec<_> = decode_stream(support::chunked(body, 3)).collect().await;
     let events: Vec<SseEvent> = events.into_iter().map(Result::unwrap).collect();
-    assert_eq!(events, vec![event(Some("a"), r#"{"n":1}"#), event(Some("b"), r#"{"n":2}"#)]);
+    assert_eq!(
+        events,
+        vec![event(Some("a"), r#"{"n":1}"#), event(Some("b"), r#"{"n":2}"#)]
+    );
 }
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -143,8 +165,14 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         "\\PC{0,12}".prop_map(Value::from),
-        prop::sample::select(vec!["line\nbreak", "cr\rhere", "crlf\r\n", ": colon", "\u{feff}bom"])
-            .prop_map(Value::from),
+        prop::sample::select(vec![
+            "line\nbreak",
+            "cr\rhere",
+            "crlf\r\n",
+            ": colon",
+            "\u{feff}bom"
+        ])
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![

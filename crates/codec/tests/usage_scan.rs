@@ -60,9 +60,15 @@ fn reads_a_typical_response_split_everywhere() {
             summary.usage,
             Some(Usage {
                 input_tokens: 14,
-                input_tokens_details: TokenDetails { text_tokens: 14, image_tokens: 0 },
+                input_tokens_details: TokenDetails {
+                    text_tokens: 14,
+                    image_tokens: 0
+                },
                 output_tokens: 1056,
-                output_tokens_details: TokenDetails { text_tokens: 0, image_tokens: 1056 },
+                output_tokens_details: TokenDetails {
+                    text_tokens: 0,
+                    image_tokens: 1056
+                },
                 total_tokens: 1070,
             })
         );
@@ -81,7 +87,10 @@ fn reads_a_stream_event_payload() {
     assert_eq!(summary.created_at, Some(5));
     assert_eq!(summary.quality.as_deref(), Some("high"));
     assert_eq!(summary.usage.map(|u| u.total_tokens), Some(3));
-    assert_eq!(summary.usage.map(|u| u.output_tokens_details), Some(TokenDetails::default()));
+    assert_eq!(
+        summary.usage.map(|u| u.output_tokens_details),
+        Some(TokenDetails::default())
+    );
 }
 
 #[test]
@@ -120,7 +129,7 @@ fn malformed_and_incomplete_input_is_reported() {
     assert!(scanner.is_malformed());
     assert!(!scanner.is_complete());
     let mut deep = ImagesResponseScanner::new();
-    deep.push(&vec![b'['; 200]);
+    deep.push(&[b'['; 200]);
     assert!(deep.is_malformed());
 }
 
@@ -181,34 +190,38 @@ fn document() -> impl Strategy<Value = Value> {
         prop::option::of(text.clone()),
         prop::option::of(text),
         prop::option::of(usage_value()),
-        prop::option::of(prop_oneof![4 => prop::collection::vec(image, 0..4).prop_map(Value::from), 1 => any_value()]),
+        prop::option::of(
+            prop_oneof![4 => prop::collection::vec(image, 0..4).prop_map(Value::from), 1 => any_value()],
+        ),
         prop::collection::btree_map("[a-z_]{1,10}", any_value(), 0..3),
     )
-        .prop_map(|(created, created_at, model, size, quality, format, background, usage, data, extra)| {
-            let mut object: Map<String, Value> = extra.into_iter().collect();
-            let fields = [
-                ("created", created),
-                ("created_at", created_at),
-                ("model", model),
-                ("size", size),
-                ("quality", quality),
-                ("output_format", format),
-                ("background", background),
-                ("usage", usage),
-                ("data", data),
-            ];
-            for (key, value) in fields {
-                match value {
-                    Some(value) => {
-                        object.insert(key.to_owned(), value);
-                    }
-                    None => {
-                        object.remove(key);
+        .prop_map(
+            |(created, created_at, model, size, quality, format, background, usage, data, extra)| {
+                let mut object: Map<String, Value> = extra.into_iter().collect();
+                let fields = [
+                    ("created", created),
+                    ("created_at", created_at),
+                    ("model", model),
+                    ("size", size),
+                    ("quality", quality),
+                    ("output_format", format),
+                    ("background", background),
+                    ("usage", usage),
+                    ("data", data),
+                ];
+                for (key, value) in fields {
+                    match value {
+                        Some(value) => {
+                            object.insert(key.to_owned(), value);
+                        }
+                        None => {
+                            object.remove(key);
+                        }
                     }
                 }
-            }
-            Value::Object(object)
-        })
+                Value::Object(object)
+            },
+        )
 }
 
 proptest! {

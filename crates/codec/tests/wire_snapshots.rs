@@ -6,8 +6,8 @@ use imagegate_codec::wire::images::{CompletedImageEvent, ImageData, ImageEndpoin
 use imagegate_codec::wire::models::{ModelEntry, ModelList};
 use imagegate_codec::wire::responses::{
     ImageCallStatus, ImageGenerationCall, InputTokensDetails, MessageItem, OutputContent, OutputItem,
-    OutputTokensDetails, PartialImagePayload, ResponseError, ResponseEvent, ResponseEventSequencer, ResponseObject,
-    ResponseStatus, ResponsesUsage, image_tool_echo,
+    OutputTokensDetails, PartialImagePayload, ResponseError, ResponseEvent, ResponseEventSequencer,
+    ResponseObject, ResponseStatus, ResponsesUsage, image_tool_echo,
 };
 use imagegate_codec::wire::{ImageStreamEvent, ImagesResponse};
 use imagegate_domain::{ImageToolDraft, ModelCatalog, TokenDetails, Usage, validate_image_tool};
@@ -16,9 +16,15 @@ use serde_json::{Value, json};
 fn usage() -> Usage {
     Usage {
         input_tokens: 14,
-        input_tokens_details: TokenDetails { text_tokens: 14, image_tokens: 0 },
+        input_tokens_details: TokenDetails {
+            text_tokens: 14,
+            image_tokens: 0,
+        },
         output_tokens: 1056,
-        output_tokens_details: TokenDetails { text_tokens: 0, image_tokens: 1056 },
+        output_tokens_details: TokenDetails {
+            text_tokens: 0,
+            image_tokens: 1056,
+        },
         total_tokens: 1070,
     }
 }
@@ -47,8 +53,14 @@ fn images_response() {
         created: 1_766_000_000,
         background: Some("opaque".into()),
         data: vec![
-            ImageData { b64_json: "UklGRg==".into(), revised_prompt: Some("a lighthouse at dusk".into()) },
-            ImageData { b64_json: "UklGRh==".into(), revised_prompt: None },
+            ImageData {
+                b64_json: "UklGRg==".into(),
+                revised_prompt: Some("a lighthouse at dusk".into()),
+            },
+            ImageData {
+                b64_json: "UklGRh==".into(),
+                revised_prompt: None,
+            },
         ],
         model: Some("gpt-image-2".into()),
         output_format: Some("webp".into()),
@@ -70,7 +82,10 @@ fn images_response() {
         size: None,
         usage: None,
     };
-    assert_eq!(serde_json::to_string(&minimal).unwrap(), r#"{"created":1,"data":[]}"#);
+    assert_eq!(
+        serde_json::to_string(&minimal).unwrap(),
+        r#"{"created":1,"data":[]}"#
+    );
 }
 
 #[test]
@@ -105,11 +120,21 @@ fn image_stream_events() {
             let back: ImageStreamEvent = serde_json::from_value(payload.clone()).unwrap();
             assert_eq!(&back, event);
         }
-        for key in ["b64_json", "created_at", "size", "quality", "background", "output_format"] {
+        for key in [
+            "b64_json",
+            "created_at",
+            "size",
+            "quality",
+            "background",
+            "output_format",
+        ] {
             assert!(payloads.iter().all(|p| p.get(key).is_some()), "{key}");
         }
         assert_eq!(payloads[0]["partial_image_index"], json!(0));
-        assert_eq!(payloads[1]["usage"]["input_tokens_details"]["text_tokens"], json!(14));
+        assert_eq!(
+            payloads[1]["usage"]["input_tokens_details"]["text_tokens"],
+            json!(14)
+        );
         let name = match endpoint {
             ImageEndpoint::Generation => "image_generation_stream",
             ImageEndpoint::Edit => "image_edit_stream",
@@ -137,13 +162,21 @@ fn message(text: &str) -> MessageItem {
         id: "msg_01ab".into(),
         status: "completed".into(),
         role: "assistant".into(),
-        content: vec![OutputContent::OutputText { annotations: vec![], logprobs: vec![], text: text.into() }],
+        content: vec![OutputContent::OutputText {
+            annotations: vec![],
+            logprobs: vec![],
+            text: text.into(),
+        }],
     }
 }
 
 fn envelope() -> ResponseObject {
     let tool = validate_image_tool(
-        ImageToolDraft { model: Some("gpt-image-2".into()), quality: Some("high".into()), ..Default::default() },
+        ImageToolDraft {
+            model: Some("gpt-image-2".into()),
+            quality: Some("high".into()),
+            ..Default::default()
+        },
         &ModelCatalog::default(),
     )
     .unwrap();
@@ -163,7 +196,10 @@ fn responses_envelope() {
     ];
     response.usage = Some(ResponsesUsage {
         input_tokens: 120,
-        input_tokens_details: InputTokensDetails { cached_tokens: 0, cache_write_tokens: 0 },
+        input_tokens_details: InputTokensDetails {
+            cached_tokens: 0,
+            cache_write_tokens: 0,
+        },
         output_tokens: 40,
         output_tokens_details: OutputTokensDetails { reasoning_tokens: 0 },
         total_tokens: 160,
@@ -171,10 +207,31 @@ fn responses_envelope() {
     let bytes = serde_json::to_vec(&response).unwrap();
     let value: Value = serde_json::from_slice(&bytes).unwrap();
     let always_sent = [
-        "id", "object", "created_at", "status", "background", "error", "incomplete_details", "instructions",
-        "max_output_tokens", "model", "output", "parallel_tool_calls", "previous_response_id", "reasoning",
-        "service_tier", "store", "temperature", "text", "tool_choice", "tools", "top_p", "truncation", "usage",
-        "user", "metadata",
+        "id",
+        "object",
+        "created_at",
+        "status",
+        "background",
+        "error",
+        "incomplete_details",
+        "instructions",
+        "max_output_tokens",
+        "model",
+        "output",
+        "parallel_tool_calls",
+        "previous_response_id",
+        "reasoning",
+        "service_tier",
+        "store",
+        "temperature",
+        "text",
+        "tool_choice",
+        "tools",
+        "top_p",
+        "truncation",
+        "usage",
+        "user",
+        "metadata",
     ];
     for key in always_sent {
         assert!(value.get(key).is_some(), "{key}");
@@ -195,17 +252,35 @@ fn responses_stream() {
         OutputItem::Message(message("Done.")),
     ];
     let (ig, msg) = ("ig_01ab".to_owned(), "msg_01ab".to_owned());
-    let empty_text = OutputContent::OutputText { annotations: vec![], logprobs: vec![], text: String::new() };
-    let done_text = OutputContent::OutputText { annotations: vec![], logprobs: vec![], text: "Done.".into() };
+    let empty_text = OutputContent::OutputText {
+        annotations: vec![],
+        logprobs: vec![],
+        text: String::new(),
+    };
+    let done_text = OutputContent::OutputText {
+        annotations: vec![],
+        logprobs: vec![],
+        text: "Done.".into(),
+    };
     let events = vec![
-        ResponseEvent::Created { response: Box::new(created.clone()) },
-        ResponseEvent::InProgress { response: Box::new(created) },
+        ResponseEvent::Created {
+            response: Box::new(created.clone()),
+        },
+        ResponseEvent::InProgress {
+            response: Box::new(created),
+        },
         ResponseEvent::OutputItemAdded {
             output_index: 0,
             item: OutputItem::ImageGenerationCall(ImageGenerationCall::in_progress("ig_01ab")),
         },
-        ResponseEvent::ImageGenerationCallInProgress { output_index: 0, item_id: ig.clone() },
-        ResponseEvent::ImageGenerationCallGenerating { output_index: 0, item_id: ig.clone() },
+        ResponseEvent::ImageGenerationCallInProgress {
+            output_index: 0,
+            item_id: ig.clone(),
+        },
+        ResponseEvent::ImageGenerationCallGenerating {
+            output_index: 0,
+            item_id: ig.clone(),
+        },
         ResponseEvent::ImageGenerationCallPartialImage(PartialImagePayload {
             output_index: 0,
             item_id: ig.clone(),
@@ -216,16 +291,31 @@ fn responses_stream() {
             background: Some("opaque".into()),
             output_format: Some("png".into()),
         }),
-        ResponseEvent::ImageGenerationCallCompleted { output_index: 0, item_id: ig },
+        ResponseEvent::ImageGenerationCallCompleted {
+            output_index: 0,
+            item_id: ig,
+        },
         ResponseEvent::OutputItemDone {
             output_index: 0,
-            item: OutputItem::ImageGenerationCall(image_call(ImageCallStatus::Completed, Some("iVBORw0KGgo="))),
+            item: OutputItem::ImageGenerationCall(image_call(
+                ImageCallStatus::Completed,
+                Some("iVBORw0KGgo="),
+            )),
         },
         ResponseEvent::OutputItemAdded {
             output_index: 1,
-            item: OutputItem::Message(MessageItem { status: "in_progress".into(), content: vec![], ..message("") }),
+            item: OutputItem::Message(MessageItem {
+                status: "in_progress".into(),
+                content: vec![],
+                ..message("")
+            }),
         },
-        ResponseEvent::ContentPartAdded { item_id: msg.clone(), output_index: 1, content_index: 0, part: empty_text },
+        ResponseEvent::ContentPartAdded {
+            item_id: msg.clone(),
+            output_index: 1,
+            content_index: 0,
+            part: empty_text,
+        },
         ResponseEvent::OutputTextDelta {
             item_id: msg.clone(),
             output_index: 1,
@@ -240,9 +330,19 @@ fn responses_stream() {
             text: "Done.".into(),
             logprobs: vec![],
         },
-        ResponseEvent::ContentPartDone { item_id: msg, output_index: 1, content_index: 0, part: done_text },
-        ResponseEvent::OutputItemDone { output_index: 1, item: OutputItem::Message(message("Done.")) },
-        ResponseEvent::Completed { response: Box::new(done) },
+        ResponseEvent::ContentPartDone {
+            item_id: msg,
+            output_index: 1,
+            content_index: 0,
+            part: done_text,
+        },
+        ResponseEvent::OutputItemDone {
+            output_index: 1,
+            item: OutputItem::Message(message("Done.")),
+        },
+        ResponseEvent::Completed {
+            response: Box::new(done),
+        },
     ];
     for event in &events {
         frames.extend_from_slice(&seq.frame(event.clone()));
@@ -252,9 +352,17 @@ fn responses_stream() {
     assert_eq!(payloads.first().unwrap()["type"], json!("response.created"));
     assert_eq!(payloads.last().unwrap()["type"], json!("response.completed"));
     for (n, payload) in payloads.iter().enumerate() {
-        assert_eq!(payload["sequence_number"], json!(n), "sequence of {}", payload["type"]);
+        assert_eq!(
+            payload["sequence_number"],
+            json!(n),
+            "sequence of {}",
+            payload["type"]
+        );
     }
-    let partial = payloads.iter().find(|p| p["type"] == "response.image_generation_call.partial_image").unwrap();
+    let partial = payloads
+        .iter()
+        .find(|p| p["type"] == "response.image_generation_call.partial_image")
+        .unwrap();
     assert_eq!(partial["partial_image_b64"], json!("iVBOR=="));
     assert!(partial.get("b64_json").is_none());
     insta::assert_snapshot!("responses_stream", text(&frames));
@@ -268,7 +376,9 @@ fn responses_failed_event() {
         code: "image_content_policy_violation".into(),
         message: "The image request was refused by the safety system.".into(),
     });
-    let frame = ResponseEventSequencer::new().frame(ResponseEvent::Failed { response: Box::new(failed) });
+    let frame = ResponseEventSequencer::new().frame(ResponseEvent::Failed {
+        response: Box::new(failed),
+    });
     let payloads = decode_frames(&frame);
     assert_eq!(payloads[0]["response"]["status"], json!("failed"));
     insta::assert_snapshot!("responses_failed", text(&frame));

@@ -140,7 +140,9 @@ impl SseDecoder {
 
     fn check_size(&self) -> Result<(), SseError> {
         if self.line.len() + self.data.len() > self.max_event_bytes {
-            return Err(SseError::EventTooLarge { limit: self.max_event_bytes });
+            return Err(SseError::EventTooLarge {
+                limit: self.max_event_bytes,
+            });
         }
         Ok(())
     }

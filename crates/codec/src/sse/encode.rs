@@ -36,7 +36,10 @@ pub fn encode_event(event_type: &str, data: &impl Serialize) -> Bytes {
 pub fn encode_comment(text: &str) -> Bytes {
     let mut frame = Vec::with_capacity(text.len() + 4);
     frame.extend_from_slice(b": ");
-    frame.extend(text.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+    frame.extend(
+        text.bytes()
+            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
     frame.extend_from_slice(b"\n\n");
     Bytes::from(frame)
 }

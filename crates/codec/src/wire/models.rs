@@ -46,14 +46,22 @@ pub struct ModelEntry {
 impl ModelEntry {
     /// A model entry.
     pub fn new(id: impl Into<String>, created: i64, owned_by: impl Into<String>) -> Self {
-        Self { id: id.into(), object: ModelObject::Model, created, owned_by: owned_by.into() }
+        Self {
+            id: id.into(),
+            object: ModelObject::Model,
+            created,
+            owned_by: owned_by.into(),
+        }
     }
 }
 
 impl ModelList {
     /// A list of `entries`.
     pub fn new(entries: Vec<ModelEntry>) -> Self {
-        Self { object: ListObject::List, data: entries }
+        Self {
+            object: ListObject::List,
+            data: entries,
+        }
     }
 }
 

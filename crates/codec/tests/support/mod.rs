@@ -13,7 +13,12 @@ pub fn pixels(width: u32, height: u32, channels: usize) -> Vec<u8> {
     let mut data = Vec::with_capacity(width as usize * height as usize * channels);
     for y in 0..height {
         for x in 0..width {
-            let base = [(x * 7 % 256) as u8, (y * 13 % 256) as u8, ((x + y) * 5 % 256) as u8, if (x + y) % 3 == 0 { 0 } else { 255 }];
+            let base = [
+                (x * 7 % 256) as u8,
+                (y * 13 % 256) as u8,
+                ((x + y) * 5 % 256) as u8,
+                if (x + y) % 3 == 0 { 0 } else { 255 },
+            ];
             data.extend_from_slice(&base[..channels]);
         }
     }
@@ -61,7 +66,12 @@ pub fn jpeg(width: u16, height: u16) -> Vec<u8> {
     let mut out = Vec::new();
     let encoder = jpeg_encoder::Encoder::new(&mut out, 80);
     encoder
-        .encode(&pixels(u32::from(width), u32::from(height), 3), width, height, jpeg_encoder::ColorType::Rgb)
+        .encode(
+            &pixels(u32::from(width), u32::from(height), 3),
+            width,
+            height,
+            jpeg_encoder::ColorType::Rgb,
+        )
         .unwrap();
     out
 }
@@ -69,8 +79,11 @@ pub fn jpeg(width: u16, height: u16) -> Vec<u8> {
 /// Lossless WebP in the simple container (`VP8L`); `alpha` sets the header's alpha hint.
 pub fn webp_lossless(width: u32, height: u32, alpha: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    let (color, channels) =
-        if alpha { (image_webp::ColorType::Rgba8, 4) } else { (image_webp::ColorType::Rgb8, 3) };
+    let (color, channels) = if alpha {
+        (image_webp::ColorType::Rgba8, 4)
+    } else {
+        (image_webp::ColorType::Rgb8, 3)
+    };
     image_webp::WebPEncoder::new(&mut out)
         .encode(&pixels(width, height, channels), width, height, color)
         .unwrap();
@@ -81,11 +94,16 @@ pub fn webp_lossless(width: u32, height: u32, alpha: bool) -> Vec<u8> {
 /// `alpha`.
 pub fn webp_extended(width: u32, height: u32, alpha: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    let (color, channels) =
-        if alpha { (image_webp::ColorType::Rgba8, 4) } else { (image_webp::ColorType::Rgb8, 3) };
+    let (color, channels) = if alpha {
+        (image_webp::ColorType::Rgba8, 4)
+    } else {
+        (image_webp::ColorType::Rgb8, 3)
+    };
     let mut encoder = image_webp::WebPEncoder::new(&mut out);
     encoder.set_exif_metadata(b"Exif\0\0imagegate-test".to_vec());
-    encoder.encode(&pixels(width, height, channels), width, height, color).unwrap();
+    encoder
+        .encode(&pixels(width, height, channels), width, height, color)
+        .unwrap();
     out
 }
 
@@ -119,7 +137,10 @@ impl Default for Form {
 
 impl Form {
     pub fn new() -> Self {
-        Self { boundary: "imagegate-test-boundary-7MA4YWxk".to_owned(), body: Vec::new() }
+        Self {
+            boundary: "imagegate-test-boundary-7MA4YWxk".to_owned(),
+            body: Vec::new(),
+        }
     }
 
     pub fn text(mut self, name: &str, value: &str) -> Self {
@@ -146,7 +167,8 @@ impl Form {
     }
 
     pub fn finish(mut self) -> (String, Vec<u8>) {
-        self.body.extend_from_slice(format!("--{}--\r\n", self.boundary).as_bytes());
+        self.body
+            .extend_from_slice(format!("--{}--\r\n", self.boundary).as_bytes());
         (self.boundary, self.body)
     }
 }

@@ -308,8 +308,14 @@ pub fn image_tool_echo(tool: &ImageTool) -> Value {
     }
     echo.insert("moderation".to_owned(), Value::from(tool.moderation.as_str()));
     echo.insert("n".to_owned(), Value::from(1));
-    echo.insert("output_compression".to_owned(), Value::from(tool.output_compression.unwrap_or(100)));
-    echo.insert("output_format".to_owned(), Value::from(tool.output_format.as_str()));
+    echo.insert(
+        "output_compression".to_owned(),
+        Value::from(tool.output_compression.unwrap_or(100)),
+    );
+    echo.insert(
+        "output_format".to_owned(),
+        Value::from(tool.output_format.as_str()),
+    );
     echo.insert("partial_images".to_owned(), Value::from(tool.partial_images));
     echo.insert("quality".to_owned(), Value::from(tool.quality.as_str()));
     echo.insert("size".to_owned(), Value::from(tool.size.to_string()));

@@ -247,7 +247,10 @@ impl ResponseEventSequencer {
     pub fn number(&mut self, event: ResponseEvent) -> ResponseStreamEvent {
         let sequence_number = self.next;
         self.next += 1;
-        ResponseStreamEvent { event, sequence_number }
+        ResponseStreamEvent {
+            event,
+            sequence_number,
+        }
     }
 
     /// Numbers `event` and returns its SSE frame.

@@ -1,76 +1,6 @@
-//! Incremental extraction of the billing-relevant fields of an Images response as it passes
-//! through, without keeping a copy of the base64 payload.
-//!
-//! [`ImagesResponseScanner`] is a small streaming JSON tokenizer. It follows the structure of the
-//! document byte by byte, skips the contents of every string it does not need (such as
-//! `data[].b64_json`, found with a fast byte search), and copies only the raw bytes of the few
-//! top-level values it reports: `created`, `created_at`, `model`, `size`, `quality`,
-//! `output_format`, `background` and `usage` (each capped at [`MAX_CAPTURE_BYTES`]). Those values
-//! are decoded with `serde_json` when they end. It also counts the elements of the top-level
-//! `data` array. The same scanner reads the JSON of an image stream event (`*.completed`).
+//! The tokenizer behind [`ImagesResponseScanner`].
 
-use imagegate_domain::Usage;
-
-/// Largest raw value (e.g. the `usage` object) that is captured; larger values are skipped.
-pub const MAX_CAPTURE_BYTES: usize = 16 * 1024;
-/// Deepest nesting followed; deeper documents are reported as malformed.
-pub const MAX_DEPTH: usize = 128;
-/// Longest top-level key that is examined (longer keys are never interesting).
-const MAX_KEY_BYTES: usize = 64;
-
-/// What was found so far. A field stays `None` when it is absent or has an unexpected type.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResponseSummary {
-    /// `created` (Images response), unix seconds.
-    pub created: Option<i64>,
-    /// `created_at` (image stream events), unix seconds.
-    pub created_at: Option<i64>,
-    /// `model`.
-    pub model: Option<String>,
-    /// `size`, e.g. `1024x1024`.
-    pub size: Option<String>,
-    /// `quality`.
-    pub quality: Option<String>,
-    /// `output_format`.
-    pub output_format: Option<String>,
-    /// `background`.
-    pub background: Option<String>,
-    /// `usage`.
-    pub usage: Option<Usage>,
-    /// Number of elements of the top-level `data` array (0 when absent).
-    pub images: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
-    Created,
-    CreatedAt,
-    Model,
-    Size,
-    Quality,
-    OutputFormat,
-    Background,
-    Usage,
-    Data,
-    Other,
-}
-
-impl Field {
-    fn from_key(key: &[u8]) -> Self {
-        match key {
-            b"created" => Self::Created,
-            b"created_at" => Self::CreatedAt,
-            b"model" => Self::Model,
-            b"size" => Self::Size,
-            b"quality" => Self::Quality,
-            b"output_format" => Self::OutputFormat,
-            b"background" => Self::Background,
-            b"usage" => Self::Usage,
-            b"data" => Self::Data,
-            _ => Self::Other,
-        }
-    }
-}
+use super::{Field, MAX_CAPTURE_BYTES, MAX_DEPTH, MAX_KEY_BYTES, ResponseSummary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
@@ -221,7 +151,11 @@ impl ImagesResponseScanner {
     }
 
     fn set_string_state(&mut self, is_key: bool, escaped: bool) {
-        self.lex = if is_key { Lex::KeyString { escaped } } else { Lex::ValueString { escaped } };
+        self.lex = if is_key {
+            Lex::KeyString { escaped }
+        } else {
+            Lex::ValueString { escaped }
+        };
     }
 
     fn push_key(&mut self, bytes: &[u8]) {
@@ -286,7 +220,10 @@ impl ImagesResponseScanner {
                 Err(_) => Field::Other,
             }
         } else {
-            let inner = self.key.get(1..self.key.len().saturating_sub(1)).unwrap_or_default();
+            let inner = self
+                .key
+                .get(1..self.key.len().saturating_sub(1))
+                .unwrap_or_default();
             Field::from_key(inner)
         }
     }
@@ -298,7 +235,12 @@ impl ImagesResponseScanner {
             if self.field == Field::Data {
                 self.in_data_array = byte == b'[';
             } else {
-                self.capture = Some(Capture { field: self.field, depth, buf: Vec::new(), overflow: false });
+                self.capture = Some(Capture {
+                    field: self.field,
+                    depth,
+                    buf: Vec::new(),
+                    overflow: false,
+                });
                 *capture_from = at;
             }
         }
@@ -312,7 +254,11 @@ impl ImagesResponseScanner {
                     return;
                 }
                 self.stack.push(byte == b'{');
-                self.expect = if byte == b'{' { Expect::KeyOrClose } else { Expect::ValueOrClose };
+                self.expect = if byte == b'{' {
+                    Expect::KeyOrClose
+                } else {
+                    Expect::ValueOrClose
+                };
             }
             b'"' => self.lex = Lex::ValueString { escaped: false },
             b if is_scalar_byte(b) => self.lex = Lex::Scalar,
@@ -333,7 +279,11 @@ impl ImagesResponseScanner {
 
     /// A value (of any depth) ended just before index `end` of the chunk.
     fn value_done(&mut self, chunk: &[u8], capture_from: &mut usize, end: usize) {
-        self.expect = if self.stack.is_empty() { Expect::End } else { Expect::CommaOrClose };
+        self.expect = if self.stack.is_empty() {
+            Expect::End
+        } else {
+            Expect::CommaOrClose
+        };
         let ends_capture = self.capture.as_ref().is_some_and(|c| c.depth == self.stack.len());
         if !ends_capture {
             return;
@@ -341,25 +291,10 @@ impl ImagesResponseScanner {
         if let Some(mut capture) = self.capture.take() {
             append_capped(&mut capture, chunk.get(*capture_from..end).unwrap_or_default());
             if !capture.overflow {
-                self.record(capture.field, &capture.buf);
+                self.summary.record(capture.field, &capture.buf);
             }
         }
         *capture_from = end;
-    }
-
-    fn record(&mut self, field: Field, raw: &[u8]) {
-        let summary = &mut self.summary;
-        match field {
-            Field::Created => summary.created = serde_json::from_slice(raw).ok(),
-            Field::CreatedAt => summary.created_at = serde_json::from_slice(raw).ok(),
-            Field::Model => summary.model = serde_json::from_slice(raw).ok(),
-            Field::Size => summary.size = serde_json::from_slice(raw).ok(),
-            Field::Quality => summary.quality = serde_json::from_slice(raw).ok(),
-            Field::OutputFormat => summary.output_format = serde_json::from_slice(raw).ok(),
-            Field::Background => summary.background = serde_json::from_slice(raw).ok(),
-            Field::Usage => summary.usage = serde_json::from_slice(raw).ok(),
-            Field::Data | Field::Other => {}
-        }
     }
 }
 
@@ -377,11 +312,4 @@ fn append_capped(capture: &mut Capture, bytes: &[u8]) {
 
 fn is_scalar_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'+' | b'.')
-}
-
-/// Scans a complete document at once (convenience for bodies already in memory).
-pub fn scan(document: &[u8]) -> ResponseSummary {
-    let mut scanner = ImagesResponseScanner::new();
-    scanner.push(document);
-    scanner.into_summary()
 }
