@@ -7,7 +7,7 @@ use imagegate_codec::wire::models::{ModelEntry, ModelList};
 use imagegate_codec::wire::responses::{
     ImageCallStatus, ImageGenerationCall, InputTokensDetails, MessageItem, OutputContent, OutputItem,
     OutputTokensDetails, PartialImagePayload, ResponseError, ResponseEvent, ResponseEventSequencer,
-    ResponseObject, ResponseStatus, ResponsesUsage, image_tool_echo,
+    ResponseObject, ResponseStatus, ResponseStreamEvent, ResponsesUsage, image_tool_echo,
 };
 use imagegate_codec::wire::{ImageStreamEvent, ImagesResponse};
 use imagegate_domain::{ImageToolDraft, ModelCatalog, TokenDetails, Usage, validate_image_tool};
@@ -349,6 +349,14 @@ fn responses_stream() {
     }
     assert_eq!(seq.next_number(), events.len() as u64);
     let payloads = decode_frames(&frames);
+    for (n, (payload, event)) in payloads.iter().zip(&events).enumerate() {
+        let back = ResponseStreamEvent::from_data(&payload.to_string())
+            .unwrap()
+            .unwrap();
+        assert_eq!(back.sequence_number, n as u64);
+        assert_eq!(&back.event, event);
+        assert!(ResponseEvent::TYPES.contains(&event.event_type()));
+    }
     assert_eq!(payloads.first().unwrap()["type"], json!("response.created"));
     assert_eq!(payloads.last().unwrap()["type"], json!("response.completed"));
     for (n, payload) in payloads.iter().enumerate() {
@@ -395,4 +403,35 @@ fn models_list() {
     let bytes = serde_json::to_vec(&list).unwrap();
     assert_eq!(serde_json::from_slice::<ModelList>(&bytes).unwrap(), list);
     insta::assert_snapshot!("models_list", text(&bytes));
+}
+
+#[test]
+fn upstream_events_of_other_types_and_unknown_items_pass_through() {
+    let unknown = r#"{"type":"response.reasoning_summary_text.delta","delta":"x","sequence_number":3}"#;
+    assert_eq!(ResponseStreamEvent::from_data(unknown).unwrap(), None);
+    let item = r#"{"type":"response.output_item.added","output_index":0,"sequence_number":2,
+                  "item":{"type":"web_search_call","id":"ws_1","status":"in_progress"}}"#;
+    let event = ResponseStreamEvent::from_data(item).unwrap().unwrap();
+    let ResponseEvent::OutputItemAdded {
+        item: OutputItem::Other(value),
+        ..
+    } = &event.event
+    else {
+        panic!("unexpected {event:?}");
+    };
+    assert_eq!(value["type"], json!("web_search_call"));
+    // Re-encoding keeps the item as it came.
+    let again: Value = serde_json::to_value(&event).unwrap();
+    assert_eq!(
+        again["item"],
+        json!({"type":"web_search_call","id":"ws_1","status":"in_progress"})
+    );
+    assert!(ResponseStreamEvent::from_data("not json").is_err());
+
+    let image = r#"{"type":"image_edit.partial_image","b64_json":"AA==","created_at":1,"size":"1024x1024",
+                   "quality":"low","background":"opaque","output_format":"png","partial_image_index":2}"#;
+    let ImageStreamEvent::EditPartialImage(partial) = ImageStreamEvent::from_data(image).unwrap() else {
+        panic!("wrong variant");
+    };
+    assert_eq!(partial.partial_image_index, 2);
 }

@@ -143,4 +143,9 @@ impl ImageStreamEvent {
     pub fn to_sse(&self) -> Bytes {
         encode_event(self.event_type(), self)
     }
+
+    /// Parses the `data` of an upstream Images stream event.
+    pub fn from_data(data: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(data)
+    }
 }

@@ -296,6 +296,9 @@ pub enum OutputItem {
     Message(MessageItem),
     /// `reasoning`.
     Reasoning(ReasoningItem),
+    /// Any other item (e.g. a web search call), kept as it came.
+    #[serde(untagged)]
+    Other(Value),
 }
 
 /// The `tools[]` echo of a validated image tool, with the defaults the API fills in.

@@ -199,6 +199,26 @@ impl ResponseEvent {
         }
     }
 
+    /// Every `type` this enum models, i.e. every value [`Self::event_type`] returns.
+    pub const TYPES: &'static [&'static str] = &[
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.partial_image",
+        "response.image_generation_call.completed",
+        "response.completed",
+        "response.failed",
+        "response.incomplete",
+        "error",
+    ];
+
     /// The `error` event for an [`ApiError`].
     pub fn error(err: &ApiError) -> Self {
         Self::Error {
@@ -220,6 +240,18 @@ pub struct ResponseStreamEvent {
 }
 
 impl ResponseStreamEvent {
+    /// Parses the `data` of an upstream event. `Ok(None)` for a `type` this crate does not model
+    /// (the Responses API has many more events; pass those through or skip them). The JSON is
+    /// parsed once and its strings are moved, not copied, into the result.
+    pub fn from_data(data: &str) -> Result<Option<Self>, serde_json::Error> {
+        let value: Value = serde_json::from_str(data)?;
+        let kind = value.get("type").and_then(Value::as_str);
+        if !kind.is_some_and(|kind| ResponseEvent::TYPES.contains(&kind)) {
+            return Ok(None);
+        }
+        serde_json::from_value(value).map(Some)
+    }
+
     /// The SSE frame: `event: <type>`, one `data:` line, a blank line.
     pub fn to_sse(&self) -> Bytes {
         encode_event(self.event.event_type(), self)
