@@ -1,1 +1,174 @@
-//! Registry manifest checker (being written).
+//! The registry-manifest format and its checker, `registry-check`.
+//!
+//! A registry manifest is a JSON catalog of installable agent skills (`skills[]`) and API documents
+//! (`apis[]`) published from a git repository. This crate holds:
+//!
+//! - the typed model ([`model::Manifest`]) and the JSON Schema ([`json_schema`], draft 2020-12);
+//! - a strict, span-keeping JSON parser ([`parse`]) that reports line:column and duplicate keys;
+//! - the checker: schema plus semantic rules with stable ids ([`Rule`]), every [`Finding`] with a JSON
+//!   Pointer and line:column; with a checkout root, file, size, hash and package-safety checks;
+//! - reports as text, JSON, SARIF 2.1.0 and GitHub annotations ([`report`]);
+//! - the publishing helper that builds a manifest and reproducible packages ([`generate`]).
+//!
+//! ```
+//! use imagegate_manifest::{CheckOptions, Severity, check_bytes};
+//!
+//! let manifest = br#"{
+//!   "schema_version": "1",
+//!   "generated_at": "2026-05-01T12:00:00Z",
+//!   "repository": {"name": "skills", "git_url": "https://github.com/acme/skills.git",
+//!                  "raw_base_url": "https://raw.githubusercontent.com/acme/skills/main", "branch": "main"},
+//!   "skills": [{"name": "pdf-tools", "version": "1.0", "title": "PDF tools",
+//!               "description": "Fill and merge PDF files.", "path": "skills/pdf-tools",
+//!               "package": "packages/pdf-tools.zip", "sha256": "SHA256:00", "size_bytes": 12}],
+//!   "apis": []
+//! }"#;
+//! let report = check_bytes("registry.json", manifest, &CheckOptions::default());
+//! let rules: Vec<&str> = report.findings.iter().map(|f| f.rule.id()).collect();
+//! assert_eq!(rules, ["R-SKILL-VERSION", "R-SKILL-SHA256"]);
+//! let version = &report.findings[0];
+//! assert_eq!((version.pointer.as_str(), version.start.line, version.start.column), ("/skills/0/version", 5, 51));
+//! assert_eq!(version.severity, Severity::Error);
+//! ```
+
+pub mod finding;
+mod frontmatter;
+pub mod generate;
+pub mod model;
+mod package;
+pub mod parse;
+pub mod report;
+mod root_check;
+pub mod rules;
+pub mod synthetic;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+pub use finding::{Finding, Severity};
+pub use package::PackageLimits;
+pub use rules::Rule;
+
+use finding::Sink;
+use parse::{LineIndex, Span, SyntaxErrorKind};
+
+/// How to check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The repository checkout the manifest describes; `None` checks the manifest alone (no I/O).
+    pub root: Option<PathBuf>,
+    /// The current time, for "in the future" checks.
+    pub now: SystemTime,
+    /// Limits for unpacking packages.
+    pub limits: PackageLimits,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        Self { root: None, now: SystemTime::now(), limits: PackageLimits::default() }
+    }
+}
+
+/// The result of checking one manifest.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// The file name as given (used in reports).
+    pub file: String,
+    /// The manifest text (invalid UTF-8 replaced), for source snippets.
+    pub source: String,
+    /// Line starts of `source`.
+    pub lines: LineIndex,
+    /// Findings sorted by location.
+    pub findings: Vec<Finding>,
+}
+
+impl FileReport {
+    /// Whether the file could not be parsed (a fatal JSON finding).
+    pub fn parse_failed(&self) -> bool {
+        self.findings.iter().any(|f| f.rule.is_fatal())
+    }
+
+    /// How many findings have `severity`.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.findings.iter().filter(|f| f.severity == severity).count()
+    }
+
+    /// Whether any finding is at or above `threshold`.
+    pub fn fails(&self, threshold: Severity) -> bool {
+        self.findings.iter().any(|f| f.severity >= threshold)
+    }
+}
+
+/// Errors reading a manifest file.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// The JSON Schema (draft 2020-12) of the registry manifest.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::from_str(rules::schema::SCHEMA_TEXT).unwrap_or(serde_json::Value::Null)
+}
+
+/// Check a manifest file.
+///
+/// # Errors
+///
+/// [`CheckError::Read`] when the file cannot be read. Everything else is a finding.
+pub fn check_file(path: &Path, options: &CheckOptions) -> Result<FileReport, CheckError> {
+    let bytes = std::fs::read(path).map_err(|source| CheckError::Read { path: path.to_owned(), source })?;
+    Ok(check_bytes(&path.display().to_string(), &bytes, options))
+}
+
+/// Check manifest bytes. `file` names the manifest in reports. Never panics, whatever the bytes.
+pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileReport {
+    let source = String::from_utf8_lossy(bytes).into_owned();
+    let lines = LineIndex::new(&source);
+    let findings = {
+        let mut sink = Sink::new(&source, &lines);
+        match parse::parse(bytes) {
+            Err(error) => {
+                let rule = match error.kind {
+                    SyntaxErrorKind::Bom => Rule::JsonBom,
+                    SyntaxErrorKind::Utf8 => Rule::JsonUtf8,
+                    SyntaxErrorKind::Comment => Rule::JsonComment,
+                    SyntaxErrorKind::TrailingComma => Rule::JsonTrailingComma,
+                    SyntaxErrorKind::Depth => Rule::JsonDepth,
+                    SyntaxErrorKind::Grammar => Rule::JsonSyntax,
+                };
+                let width = source.get(error.offset..).and_then(|s| s.chars().next()).map_or(0, char::len_utf8);
+                sink.add(rule, "", Span::new(error.offset, error.offset + width), error.message);
+            }
+            Ok(root) => {
+                rules::check_document(&root, options, &mut sink);
+                if let Some(dir) = &options.root {
+                    root_check::check(&root, dir, &options.limits, &mut sink);
+                }
+                add_schema_findings(&root, &mut sink);
+            }
+        }
+        sink.finish()
+    };
+    FileReport { file: file.to_owned(), source, lines, findings }
+}
+
+/// Add schema findings, folded: a schema finding at a pointer that a semantic rule already reported
+/// is dropped, because the semantic finding says the same with a better hint.
+fn add_schema_findings(root: &parse::Node, sink: &mut Sink) {
+    let reported: HashSet<String> = sink.drafts.iter().map(|d| d.pointer.clone()).collect();
+    let before = sink.drafts.len();
+    rules::schema::check(root, sink);
+    let mut index = 0;
+    sink.drafts.retain(|d| {
+        index += 1;
+        index <= before || !reported.contains(&d.pointer) || d.rule == Rule::SchemaRequired
+    });
+}

@@ -1,0 +1,183 @@
+//! Package (zip) inspection: safety, limits, SKILL.md presence and freshness. Nothing is extracted to disk
+//! and nothing inside a package is run.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use crate::rules::Rule;
+
+/// Limits for inspecting packages (zip bomb guards).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackageLimits {
+    /// Most entries a package may have.
+    pub max_entries: usize,
+    /// Most bytes all entries may unpack to (as the archive declares them).
+    pub max_unpacked_bytes: u64,
+    /// Most bytes of SKILL.md read from a package for comparison.
+    pub max_skill_md_bytes: u64,
+}
+
+impl Default for PackageLimits {
+    fn default() -> Self {
+        Self { max_entries: 10_000, max_unpacked_bytes: 256 * 1024 * 1024, max_skill_md_bytes: 1024 * 1024 }
+    }
+}
+
+/// One problem found in a package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PackageProblem {
+    pub rule: Rule,
+    pub message: String,
+}
+
+fn problem(rule: Rule, message: impl Into<String>) -> PackageProblem {
+    PackageProblem { rule, message: message.into() }
+}
+
+/// Why a zip entry name is unsafe to extract, if it is.
+pub(crate) fn unsafe_entry_name(name: &str) -> Option<&'static str> {
+    let bytes = name.as_bytes();
+    if name.starts_with('/') || name.starts_with('\\') {
+        return Some("it is absolute");
+    }
+    if bytes.len() >= 2 && bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':') {
+        return Some("it has a drive letter");
+    }
+    if name.split(['/', '\\']).any(|segment| segment == "..") {
+        return Some("it has a `..` segment");
+    }
+    if name.contains('\0') {
+        return Some("it contains a NUL byte");
+    }
+    None
+}
+
+/// Whether a zip entry name is a file people forget to exclude.
+pub(crate) fn is_junk(name: &str) -> bool {
+    name.split('/').any(|s| matches!(s, "__MACOSX" | ".DS_Store" | "__pycache__" | "node_modules" | "Thumbs.db"))
+        || name.ends_with(".pyc")
+}
+
+/// Inspect the package at `path` of skill `skill_name`; compare its SKILL.md with `checkout_skill_md`.
+pub(crate) fn inspect(
+    path: &Path,
+    skill_name: &str,
+    checkout_skill_md: Option<&[u8]>,
+    limits: &PackageLimits,
+) -> Vec<PackageProblem> {
+    let mut problems = Vec::new();
+    let archive = File::open(path).map_err(|e| e.to_string()).and_then(|f| {
+        zip::ZipArchive::new(std::io::BufReader::new(f)).map_err(|e| e.to_string())
+    });
+    let mut archive = match archive {
+        Ok(a) => a,
+        Err(why) => return vec![problem(Rule::PkgOpen, format!("the package does not open as a zip archive: {why}"))],
+    };
+    if archive.len() > limits.max_entries {
+        problems.push(problem(
+            Rule::PkgLimits,
+            format!("the package has {} entries; the limit is {}", archive.len(), limits.max_entries),
+        ));
+        return problems;
+    }
+    let mut total: u64 = 0;
+    let mut names = Vec::with_capacity(archive.len());
+    let mut times = Vec::with_capacity(archive.len());
+    let mut junk = Vec::new();
+    let mut skill_md_index = None;
+    let nested = format!("{skill_name}/SKILL.md");
+    for index in 0..archive.len() {
+        let entry = match archive.by_index_raw(index) {
+            Ok(e) => e,
+            Err(why) => {
+                problems.push(problem(Rule::PkgOpen, format!("entry {index} cannot be read: {why}")));
+                return problems;
+            }
+        };
+        let name = match entry.name() {
+            Ok(name) => name.into_owned(),
+            Err(why) => {
+                problems.push(problem(Rule::PkgUnsafePath, format!("entry {index} has an undecodable name: {why}")));
+                continue;
+            }
+        };
+        total = total.saturating_add(entry.size());
+        if let Some(why) = unsafe_entry_name(&name) {
+            problems.push(problem(Rule::PkgUnsafePath, format!("entry `{name}` is unsafe to unpack: {why}")));
+        }
+        if entry.is_symlink() {
+            problems.push(problem(Rule::PkgSymlink, format!("entry `{name}` is a symbolic link")));
+        }
+        if is_junk(&name) {
+            junk.push(name.clone());
+        }
+        if entry.is_file() && (name == "SKILL.md" || name == nested) && skill_md_index.is_none() {
+            skill_md_index = Some(index);
+        }
+        times.push(entry.last_modified());
+        names.push(name);
+    }
+    if total > limits.max_unpacked_bytes {
+        problems.push(problem(
+            Rule::PkgLimits,
+            format!("the package unpacks to {total} bytes; the limit is {}", limits.max_unpacked_bytes),
+        ));
+    }
+    if !junk.is_empty() {
+        let shown: Vec<&str> = junk.iter().take(3).map(String::as_str).collect();
+        let more = if junk.len() > 3 { format!(" and {} more", junk.len() - 3) } else { String::new() };
+        problems.push(problem(Rule::PkgJunk, format!("the package contains junk files: {}{more}", shown.join(", "))));
+    }
+    let sorted = names.windows(2).all(|w| w.first() <= w.get(1));
+    let same_time = times.windows(2).all(|w| w.first() == w.get(1));
+    if !sorted || !same_time {
+        let why = if sorted { "entry timestamps differ" } else { "entries are not in sorted order" };
+        problems.push(problem(Rule::PkgNotReproducible, format!("the package was not built reproducibly: {why}")));
+    }
+    let Some(index) = skill_md_index else {
+        problems.push(problem(
+            Rule::PkgNoSkillMd,
+            format!("the package has neither SKILL.md nor {nested}; SKILL.md must be at the root or in `{skill_name}/`"),
+        ));
+        return problems;
+    };
+    if let Some(expected) = checkout_skill_md {
+        match read_entry(&mut archive, index, limits.max_skill_md_bytes) {
+            Ok(inside) if inside != expected => problems.push(problem(
+                Rule::PkgStale,
+                format!("{} in the package differs from the checkout's SKILL.md", names.get(index).map_or("SKILL.md", String::as_str)),
+            )),
+            Ok(_) => {}
+            Err(why) => problems.push(problem(Rule::PkgOpen, format!("SKILL.md in the package cannot be read: {why}"))),
+        }
+    }
+    problems
+}
+
+fn read_entry<R: Read + std::io::Seek>(archive: &mut zip::ZipArchive<R>, index: usize, limit: u64) -> Result<Vec<u8>, String> {
+    let entry = archive.by_index(index).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    entry.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("it is larger than {limit} bytes"));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names() {
+        assert_eq!(unsafe_entry_name("pdf/SKILL.md"), None);
+        assert_eq!(unsafe_entry_name("/etc/passwd"), Some("it is absolute"));
+        assert_eq!(unsafe_entry_name("a/../../x"), Some("it has a `..` segment"));
+        assert_eq!(unsafe_entry_name("..\\x"), Some("it has a `..` segment"));
+        assert_eq!(unsafe_entry_name("C:/x"), Some("it has a drive letter"));
+        assert!(is_junk("pdf/__MACOSX/._a"));
+        assert!(is_junk("pdf/x.pyc"));
+        assert!(!is_junk("pdf/SKILL.md"));
+    }
+}

@@ -1,0 +1,107 @@
+use super::*;
+
+fn err(input: &str) -> (SyntaxErrorKind, LineCol, String) {
+    let e = parse(input.as_bytes()).unwrap_err();
+    let at = LineIndex::new(input).locate(input, e.offset);
+    (e.kind, at, e.message)
+}
+
+fn lc(line: usize, column: usize) -> LineCol {
+    LineCol { line, column }
+}
+
+#[test]
+fn spans_cover_values_and_keys() {
+    let text = "{\n  \"a\": [1, \"x\"],\n  \"b\": null\n}";
+    let root = parse(text.as_bytes()).unwrap();
+    let a = root.member("a").unwrap();
+    assert_eq!(&text[a.key_span.start..a.key_span.end], "\"a\"");
+    assert_eq!(&text[a.value.span.start..a.value.span.end], "[1, \"x\"]");
+    let x = root.pointer("/a/1").unwrap();
+    assert_eq!(x.as_str(), Some("x"));
+    let index = LineIndex::new(text);
+    assert_eq!(index.locate(text, x.span.start), lc(2, 13));
+    assert_eq!(root.pointer("/b").unwrap().value, NodeValue::Null);
+    assert!(root.pointer("/a/2").is_none());
+    assert!(root.pointer("a").is_none());
+}
+
+#[test]
+fn numbers_keep_their_text() {
+    let root = parse(br#"[12, 12.0, 1e3, -0, 1E+2]"#).unwrap();
+    let raw: Vec<_> = root
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| match &n.value {
+            NodeValue::Number(s) => s.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(raw, ["12", "12.0", "1e3", "-0", "1E+2"]);
+}
+
+#[test]
+fn escapes_and_surrogate_pairs_resolve() {
+    let root = parse(br#""a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#).unwrap();
+    assert_eq!(root.as_str(), Some("a\"\\/\u{8}\u{c}\n\r\t\u{e9}\u{1F600}"));
+}
+
+#[test]
+fn duplicate_keys_are_kept_and_last_wins() {
+    let root = parse(br#"{"k": 1, "k": 2}"#).unwrap();
+    assert_eq!(root.as_object().unwrap().len(), 2);
+    assert_eq!(root.to_value(), serde_json::json!({"k": 2}));
+}
+
+#[test]
+fn syntax_errors_point_at_the_offending_character() {
+    assert_eq!(err("{\"a\": 1,}").0, SyntaxErrorKind::TrailingComma);
+    assert_eq!(err("{\"a\": 1,}").1, lc(1, 8));
+    assert_eq!(err("[1,\n  ]").1, lc(1, 3));
+    assert_eq!(err("{\n  // hi\n}").0, SyntaxErrorKind::Comment);
+    assert_eq!(err("{\n  // hi\n}").1, lc(2, 3));
+    assert_eq!(err("[1 /* x */]").0, SyntaxErrorKind::Comment);
+    assert_eq!(err("\u{feff}{}").0, SyntaxErrorKind::Bom);
+    assert_eq!(err("{\"a\" 1}").1, lc(1, 6));
+    assert_eq!(err("[01]").1, lc(1, 3));
+    assert_eq!(err("[1.]").1, lc(1, 4));
+    assert_eq!(err("[tru]").1, lc(1, 5));
+    assert_eq!(err("[NaN]").1, lc(1, 2));
+    assert_eq!(err("{} x").1, lc(1, 4));
+    assert_eq!(err("\"é\u{1}\"").1, lc(1, 3));
+    assert_eq!(err("").2, "unexpected end of input; expected a JSON value");
+    assert_eq!(err("[\"\\ud800\"]").1, lc(1, 3));
+    assert_eq!(err("{'a': 1}").2, "unexpected character `'`; expected a string key in double quotes");
+}
+
+#[test]
+fn invalid_utf8_is_reported_at_the_first_bad_byte() {
+    let e = parse(b"{\"a\": \"\xff\"}").unwrap_err();
+    assert_eq!((e.kind, e.offset), (SyntaxErrorKind::Utf8, 7));
+}
+
+#[test]
+fn nesting_is_bounded() {
+    let deep = "[".repeat(MAX_DEPTH + 1);
+    assert_eq!(parse(deep.as_bytes()).unwrap_err().kind, SyntaxErrorKind::Depth);
+    let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+    assert!(parse(ok.as_bytes()).is_ok());
+}
+
+#[test]
+fn pointer_tokens_are_unescaped() {
+    let root = parse(br#"{"a/b": {"~c": true}}"#).unwrap();
+    assert_eq!(root.pointer("/a~1b/~0c").unwrap().value, NodeValue::Bool(true));
+    assert_eq!(escape_token("a/b~c"), "a~1b~0c");
+}
+
+#[test]
+fn line_text_strips_line_endings() {
+    let text = "one\r\ntwo\nthree";
+    let index = LineIndex::new(text);
+    assert_eq!(index.line_count(), 3);
+    assert_eq!(index.line_text(text, 1), "one");
+    assert_eq!(index.line_text(text, 3), "three");
+    assert_eq!(index.line_text(text, 4), "");
+}

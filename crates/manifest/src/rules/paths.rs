@@ -1,0 +1,133 @@
+//! Path rules for `skills[].path`, `skills[].package` and `apis[].path`.
+
+use std::collections::HashMap;
+
+use unicode_normalization::{UnicodeNormalization, is_nfc};
+
+use super::{Field, Obj, Rule, entries};
+use crate::finding::{Sink, quote};
+use crate::parse::Node;
+
+/// The path fields of a manifest, in document order.
+pub(crate) fn path_fields(root: &Node) -> Vec<Field<'_>> {
+    let mut fields = Vec::new();
+    for (array, keys) in [("skills", &["path", "package"][..]), ("apis", &["path"][..])] {
+        for (ptr, node) in entries(root, array) {
+            // `ptr` is owned here; the fields copy what they need.
+            let obj = Obj { node, ptr: &ptr };
+            fields.extend(keys.iter().filter_map(|key| obj.str(key)));
+        }
+    }
+    fields
+}
+
+/// Why `path` is not a safe relative path, as the rule and a reason; the most serious problem only.
+pub fn path_problem(path: &str) -> Option<(Rule, String)> {
+    let bytes = path.as_bytes();
+    let drive = bytes.len() >= 2 && bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':');
+    let scheme = path.split_once("://").is_some_and(|(s, _)| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if path.starts_with('/') || path.starts_with('\\') || drive || scheme {
+        let what = if scheme {
+            "it is a URL"
+        } else if drive {
+            "it starts with a drive letter"
+        } else {
+            "it starts at the file system root"
+        };
+        return Some((Rule::PathAbsolute, format!("the path is absolute: {what}")));
+    }
+    if path.contains('\\') {
+        return Some((Rule::PathBackslash, "the path uses `\\` as a separator".to_owned()));
+    }
+    let segments: Vec<&str> = path.split('/').collect();
+    if segments.contains(&"..") {
+        return Some((Rule::PathParent, "the path has a `..` segment and may leave the repository".to_owned()));
+    }
+    if !is_nfc(path) {
+        return Some((Rule::PathNfc, "the path is not in Unicode NFC form".to_owned()));
+    }
+    if segments.iter().any(|s| s.is_empty() || *s == ".") {
+        return Some((Rule::PathDotSegment, "the path has an empty or `.` segment".to_owned()));
+    }
+    None
+}
+
+/// The cleaned form of a path for a hint: `/` separators, no empty or `.` segments, NFC.
+fn cleaned(path: &str) -> String {
+    let nfc: String = path.nfc().collect();
+    nfc.replace('\\', "/").split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/")
+}
+
+pub(crate) fn check(root: &Node, sink: &mut Sink) {
+    let fields = path_fields(root);
+    let mut lower_to_exact: HashMap<String, (String, &str, usize)> = HashMap::new();
+    for field in &fields {
+        if let Some((rule, message)) = path_problem(field.text) {
+            let draft = sink.add(rule, &field.ptr, field.span(), message);
+            draft.expected("a relative path with `/` separators, e.g. skills/pdf-tools").found(quote(field.text));
+            if matches!(rule, Rule::PathBackslash | Rule::PathNfc | Rule::PathDotSegment) {
+                draft.hint(format!("Write {}.", quote(&cleaned(field.text))));
+            }
+            if rule.severity() == crate::Severity::Error {
+                continue;
+            }
+        }
+        case_collision(field, &mut lower_to_exact, sink);
+    }
+}
+
+/// `R-PATH-CASE`: compare the path and each of its parent folders with all earlier ones, ignoring case.
+fn case_collision<'a>(field: &'a Field<'_>, seen: &mut HashMap<String, (String, &'a str, usize)>, sink: &mut Sink) {
+    let path = field.text.trim_end_matches('/');
+    let ends = path.match_indices('/').map(|(i, _)| i).chain(std::iter::once(path.len()));
+    for end in ends {
+        let Some(prefix) = path.get(..end) else { continue };
+        let key = prefix.to_lowercase();
+        match seen.get(&key) {
+            Some((exact, other_ptr, offset)) if exact != prefix => {
+                let place = sink.place(*offset);
+                sink.add(
+                    Rule::PathCase,
+                    &field.ptr,
+                    field.span(),
+                    format!("`{prefix}` differs only in letter case from `{exact}` ({other_ptr}, {place})"),
+                )
+                .expected(format!("`{exact}`, or a name that differs in more than case"))
+                .found(quote(field.text));
+                return;
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(key, (prefix.to_owned(), &field.ptr, field.span().start));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(path: &str) -> Option<Rule> {
+        path_problem(path).map(|(r, _)| r)
+    }
+
+    #[test]
+    fn path_problems() {
+        assert_eq!(rule("skills/pdf"), None);
+        assert_eq!(rule("packages/pdf.zip"), None);
+        assert_eq!(rule("/skills/pdf"), Some(Rule::PathAbsolute));
+        assert_eq!(rule("C:/skills"), Some(Rule::PathAbsolute));
+        assert_eq!(rule("https://x/y"), Some(Rule::PathAbsolute));
+        assert_eq!(rule("skills\\pdf"), Some(Rule::PathBackslash));
+        assert_eq!(rule("skills/../x"), Some(Rule::PathParent));
+        assert_eq!(rule("skills/cafe\u{301}"), Some(Rule::PathNfc));
+        assert_eq!(rule("skills//pdf"), Some(Rule::PathDotSegment));
+        assert_eq!(rule("./skills/pdf"), Some(Rule::PathDotSegment));
+        assert_eq!(rule("skills/pdf/"), Some(Rule::PathDotSegment));
+        assert_eq!(cleaned("./skills//pdf/"), "skills/pdf");
+    }
+}

@@ -1,0 +1,75 @@
+//! JSON Schema validation with the `jsonschema` crate, turned into findings.
+
+use std::sync::OnceLock;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+
+use super::Rule;
+use crate::finding::Sink;
+use crate::parse::{Node, Span};
+
+/// The canonical JSON Schema (draft 2020-12) of the registry manifest, as stored in the crate.
+pub const SCHEMA_TEXT: &str = include_str!("../../schema/registry-manifest.schema.json");
+
+static VALIDATOR: OnceLock<Result<jsonschema::Validator, String>> = OnceLock::new();
+
+fn validator() -> Result<&'static jsonschema::Validator, &'static str> {
+    VALIDATOR
+        .get_or_init(|| {
+            let schema: serde_json::Value = serde_json::from_str(SCHEMA_TEXT).map_err(|e| e.to_string())?;
+            jsonschema::draft202012::new(&schema).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+/// Report every schema violation of `root`.
+pub(crate) fn check(root: &Node, sink: &mut Sink) {
+    let validator = match validator() {
+        Ok(v) => v,
+        Err(why) => {
+            // Only reachable if the embedded schema is broken; a unit test guards against that.
+            sink.add(Rule::SchemaConstraint, "", Span::new(0, 0), format!("the embedded schema does not compile: {why}"));
+            return;
+        }
+    };
+    let value = root.to_value();
+    for error in validator.iter_errors(&value) {
+        let ptr = error.instance_path().as_str().to_owned();
+        let node = root.pointer(&ptr).unwrap_or(root);
+        let first_char = Span::new(node.span.start, node.span.start + 1);
+        match error.kind() {
+            ValidationErrorKind::Required { property } => {
+                let key = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+                sink.add(Rule::SchemaRequired, &ptr, first_char, format!("missing required key `{key}`"))
+                    .expected(format!("the key `{key}`"));
+            }
+            ValidationErrorKind::Type { kind } => {
+                let expected = match kind {
+                    TypeKind::Single(t) => t.to_string(),
+                    TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
+                };
+                sink.add(Rule::SchemaType, &ptr, node.span, format!("the value is {} {}", article(node.type_name()), node.type_name()))
+                    .expected(expected)
+                    .found(node.type_name());
+            }
+            _ => {
+                let span = if node.as_object().is_some() || node.as_array().is_some() { first_char } else { node.span };
+                sink.add(Rule::SchemaConstraint, &ptr, span, error.masked().to_string())
+                    .found(error.schema_path().as_str().to_owned());
+            }
+        }
+    }
+}
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn embedded_schema_compiles() {
+        assert!(super::validator().is_ok());
+    }
+}

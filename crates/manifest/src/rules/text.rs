@@ -1,0 +1,243 @@
+//! Small value checkers shared by the rules: slugs, language tags, git ref names, timestamps, URLs.
+
+use chrono::{DateTime, FixedOffset};
+
+/// Why `name` breaks the agentskills naming rules, if it does.
+pub(crate) fn slug_problem(name: &str) -> Option<&'static str> {
+    let length = name.chars().count();
+    if length == 0 {
+        Some("it is empty")
+    } else if length > 64 {
+        Some("it is longer than 64 characters")
+    } else if name.chars().any(|c| c.is_ascii_uppercase()) {
+        Some("it has uppercase letters")
+    } else if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        Some("it has characters other than a-z, 0-9 and -")
+    } else if name.starts_with('-') || name.ends_with('-') {
+        Some("it starts or ends with -")
+    } else if name.contains("--") {
+        Some("it has a double hyphen")
+    } else {
+        None
+    }
+}
+
+/// A slug made from `name`: lowercase, other characters turned into single hyphens.
+pub(crate) fn suggest_slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').chars().take(64).collect::<String>().trim_end_matches('-').to_owned()
+}
+
+/// Whether `tag` is a well-formed BCP 47 language tag (language, optional script, region, variants,
+/// extensions and private use; grandfathered tags are not accepted).
+pub(crate) fn is_language_tag(tag: &str) -> bool {
+    let mut parts = tag.split('-').peekable();
+    let alpha = |s: &str, lo: usize, hi: usize| (lo..=hi).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphabetic());
+    let alnum = |s: &str, lo: usize, hi: usize| (lo..=hi).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric());
+    let Some(language) = parts.next() else { return false };
+    if language.eq_ignore_ascii_case("x") {
+        return parts.next().is_some() && parts.all(|p| alnum(p, 1, 8));
+    }
+    if !alpha(language, 2, 8) || language.len() == 4 {
+        return false;
+    }
+    if parts.peek().is_some_and(|p| alpha(p, 4, 4)) {
+        parts.next();
+    }
+    if parts.peek().is_some_and(|p| alpha(p, 2, 2) || (p.len() == 3 && p.bytes().all(|b| b.is_ascii_digit()))) {
+        parts.next();
+    }
+    while let Some(part) = parts.next() {
+        let variant = alnum(part, 5, 8) || (part.len() == 4 && part.starts_with(|c: char| c.is_ascii_digit()) && alnum(part, 4, 4));
+        if variant {
+            continue;
+        }
+        if part.len() == 1 && alnum(part, 1, 1) {
+            // An extension or private-use singleton needs at least one subtag after it; the rest is opaque.
+            let rest: Vec<&str> = parts.collect();
+            return !rest.is_empty() && rest.iter().all(|p| alnum(p, 1, 8));
+        }
+        return false;
+    }
+    true
+}
+
+/// Why `name` is not a valid git branch name (`git check-ref-format --branch`), if it is not.
+pub(crate) fn git_ref_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("it is empty");
+    }
+    if name.chars().any(|c| c.is_control() || c == ' ') {
+        return Some("it contains a space or control character");
+    }
+    if let Some(c) = name.chars().find(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\')) {
+        return Some(match c {
+            '~' | '^' => "it contains ~ or ^",
+            ':' => "it contains :",
+            '\\' => "it contains a backslash",
+            _ => "it contains ?, * or [",
+        });
+    }
+    if name.contains("..") {
+        return Some("it contains ..");
+    }
+    if name.contains("@{") || name == "@" {
+        return Some("it contains @{ or is @");
+    }
+    if name.starts_with('/') || name.ends_with('/') || name.contains("//") {
+        return Some("it starts or ends with / or has an empty component");
+    }
+    if name.ends_with('.') || name.ends_with(".lock") {
+        return Some("it ends with . or .lock");
+    }
+    if name.starts_with('-') {
+        return Some("it starts with -");
+    }
+    if name.split('/').any(|part| part.starts_with('.') || part.ends_with(".lock")) {
+        return Some("a component starts with . or ends with .lock");
+    }
+    None
+}
+
+/// Parse an RFC 3339 timestamp with an explicit offset (`Z` or `+hh:mm`) and a `T` between date and time.
+pub(crate) fn rfc3339(text: &str) -> Result<DateTime<FixedOffset>, String> {
+    if !matches!(text.as_bytes().get(10), Some(b'T' | b't')) {
+        return Err("date and time must be separated by `T`".to_owned());
+    }
+    DateTime::parse_from_rfc3339(text).map_err(|e| match e.kind() {
+        chrono::format::ParseErrorKind::TooShort => "it ends early; an offset such as Z or +02:00 is required".to_owned(),
+        _ => format!("it does not parse as RFC 3339 ({e})"),
+    })
+}
+
+/// The parts of an absolute URL that the rules look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UrlParts<'a> {
+    pub scheme: String,
+    pub host: &'a str,
+    pub path: &'a str,
+    pub has_userinfo: bool,
+    pub has_query: bool,
+    pub has_fragment: bool,
+}
+
+/// Split an absolute `scheme://authority/path?query#fragment` URL, or say why it is not one.
+pub(crate) fn parse_url(text: &str) -> Result<UrlParts<'_>, &'static str> {
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("it contains whitespace or control characters");
+    }
+    let (scheme, rest) = text.split_once("://").ok_or("it is not an absolute URL (no scheme://)")?;
+    let valid_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !valid_scheme {
+        return Err("its scheme is not valid");
+    }
+    let (before_fragment, fragment) = match rest.split_once('#') {
+        Some((a, _)) => (a, true),
+        None => (rest, false),
+    };
+    let (before_query, query) = match before_fragment.split_once('?') {
+        Some((a, _)) => (a, true),
+        None => (before_fragment, false),
+    };
+    let (authority, path) = match before_query.find('/') {
+        Some(i) => before_query.split_at(i),
+        None => (before_query, ""),
+    };
+    let (userinfo, host_port) = match authority.rsplit_once('@') {
+        Some((_, h)) => (true, h),
+        None => (false, authority),
+    };
+    let host = match host_port.rsplit_once(':') {
+        Some((h, port)) if !h.ends_with(']') || host_port.starts_with('[') => {
+            if !port.is_empty() && !port.bytes().all(|b| b.is_ascii_digit()) {
+                return Err("its port is not a number");
+            }
+            h
+        }
+        _ => host_port,
+    };
+    let host_ok = !host.is_empty()
+        && (host.starts_with('[')
+            || host.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '.' | '_' | '%')));
+    if !host_ok {
+        return Err("it has no valid host");
+    }
+    Ok(UrlParts {
+        scheme: scheme.to_ascii_lowercase(),
+        host,
+        path,
+        has_userinfo: userinfo,
+        has_query: query,
+        has_fragment: fragment,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug_problem("pdf-tools"), None);
+        assert_eq!(slug_problem("a"), None);
+        assert_eq!(slug_problem("Pdf"), Some("it has uppercase letters"));
+        assert_eq!(slug_problem("-a"), Some("it starts or ends with -"));
+        assert_eq!(slug_problem("a--b"), Some("it has a double hyphen"));
+        assert_eq!(slug_problem("a_b"), Some("it has characters other than a-z, 0-9 and -"));
+        assert_eq!(slug_problem(&"a".repeat(65)), Some("it is longer than 64 characters"));
+        assert_eq!(suggest_slug("My PDF_Tools!"), "my-pdf-tools");
+    }
+
+    #[test]
+    fn language_tags() {
+        for ok in ["en", "zh", "zh-CN", "zh-Hant-TW", "sr-Latn", "es-419", "de-CH-1996", "en-x-private", "x-klingon"] {
+            assert!(is_language_tag(ok), "{ok}");
+        }
+        for bad in ["", "e", "zh_CN", "english-us-", "en-", "abcd", "en-US-x", "123"] {
+            assert!(!is_language_tag(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn git_refs() {
+        assert_eq!(git_ref_problem("main"), None);
+        assert_eq!(git_ref_problem("release/1.2"), None);
+        assert_eq!(git_ref_problem("a..b"), Some("it contains .."));
+        assert_eq!(git_ref_problem("feature x"), Some("it contains a space or control character"));
+        assert_eq!(git_ref_problem("x.lock"), Some("it ends with . or .lock"));
+        assert_eq!(git_ref_problem("x/"), Some("it starts or ends with / or has an empty component"));
+        assert_eq!(git_ref_problem("a@{1}"), Some("it contains @{ or is @"));
+        assert_eq!(git_ref_problem("a/.hidden"), Some("a component starts with . or ends with .lock"));
+    }
+
+    #[test]
+    fn timestamps() {
+        assert!(rfc3339("2026-03-09T09:25:22.582508+00:00").is_ok());
+        assert!(rfc3339("2026-03-09T09:25:22Z").is_ok());
+        assert!(rfc3339("2026-03-09 09:25:22Z").is_err());
+        assert!(rfc3339("2026-03-09T09:25:22").unwrap_err().contains("offset"));
+        assert!(rfc3339("2026-13-09T09:25:22Z").is_err());
+    }
+
+    #[test]
+    fn urls() {
+        let u = parse_url("https://raw.githubusercontent.com/o/r/main").unwrap();
+        assert_eq!((u.scheme.as_str(), u.host, u.path), ("https", "raw.githubusercontent.com", "/o/r/main"));
+        assert!(parse_url("https://user@host/x").unwrap().has_userinfo);
+        assert!(parse_url("https://host/x?y=1").unwrap().has_query);
+        assert!(parse_url("https://host/x#f").unwrap().has_fragment);
+        assert!(parse_url("https://host:8080/x").is_ok());
+        assert!(parse_url("https://host:80a/x").is_err());
+        assert!(parse_url("host/x").is_err());
+        assert!(parse_url("https:///x").is_err());
+        assert!(parse_url("https://ho st/x").is_err());
+    }
+}

@@ -1,0 +1,44 @@
+//! Cross references: `skills[].api_docs` items name `apis[].id` values.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Obj, Rule, entries};
+use crate::finding::{Sink, quote};
+use crate::parse::Node;
+
+pub(crate) fn check(root: &Node, sink: &mut Sink) {
+    let apis = entries(root, "apis");
+    let api_fields: Vec<_> = apis.iter().map(|(ptr, node)| (Obj { node, ptr }.str("id"), Obj { node, ptr }.str("path"))).collect();
+    let ids: HashSet<&str> = api_fields.iter().filter_map(|(id, _)| id.as_ref().map(|f| f.text)).collect();
+    let id_by_path: HashMap<&str, &str> = api_fields
+        .iter()
+        .filter_map(|(id, path)| Some((path.as_ref()?.text, id.as_ref()?.text)))
+        .collect();
+    let mut used: HashSet<String> = HashSet::new();
+    for (ptr, node) in entries(root, "skills") {
+        let skill = Obj { node, ptr: &ptr };
+        for item in skill.strings("api_docs") {
+            if item.text.trim().is_empty() {
+                continue; // R-LIST-BLANK
+            }
+            if ids.contains(item.text) {
+                used.insert(item.text.to_owned());
+                continue;
+            }
+            let draft = sink
+                .add(Rule::XrefApiDoc, &item.ptr, item.span(), format!("api_docs item {} names no API entry", quote(item.text)))
+                .expected("the id of an entry in apis[]")
+                .found(quote(item.text));
+            if let Some(id) = id_by_path.get(item.text) {
+                draft.hint(format!("api_docs holds API ids, not paths: write {}.", quote(id)));
+                used.insert((*id).to_owned());
+            }
+        }
+    }
+    for (id, _) in &api_fields {
+        let Some(id) = id else { continue };
+        if !used.contains(id.text) {
+            sink.add(Rule::XrefApiUnused, &id.ptr, id.span(), format!("no skill lists API {} in api_docs", quote(id.text)));
+        }
+    }
+}
