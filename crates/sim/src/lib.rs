@@ -1,13 +1,86 @@
-//! A simulated upstream for imagegate.
+//! A simulated OpenAI upstream for imagegate: it speaks the Images API (`/v1/images/generations`,
+//! `/v1/images/edits`, JSON and streamed) and the Responses API with the `image_generation` tool, using the
+//! wire types of `imagegate-codec` and the validation rules of `imagegate-domain`.
 //!
-//! This crate will speak the OpenAI Images API (generations, edits, streaming) and the Responses API
-//! with the `image_generation` tool, returning real PNG, JPEG or WebP images of the requested size
-//! that are visibly marked as simulated, partial images, realistic `usage`, configurable latency and
-//! injected faults (429 with a reset, 5xx, stalls, refusals, HTML error pages).
+//! Every image is real (PNG, JPEG or WebP of the requested size), seeded from the prompt, and carries a
+//! large "SIMULATED" banner so it can never pass for model output. Streams send blockier partial images
+//! before the final one. `usage` grows with prompt length, input images, pixel count, quality and partial
+//! images. Latency and faults (429 usage limit or rate limit, 5xx, stalls, moderation refusals, HTML error
+//! pages, answers without an image) are set by [`SimConfig`], by the `x-sim-latency-ms` / `x-sim-fault`
+//! request headers, or by the `/sim/faults` admin API; `/sim/stats` counts requests and concurrency per
+//! bearer token.
+//!
+//! Use it without HTTP through [`Simulator`], in-process through [`router`] or [`serve`], or as the
+//! `imagegate-sim --listen 127.0.0.1:0` binary, which prints `listening on http://ADDR` first.
 //!
 //! ```
-//! assert_eq!(imagegate_sim::CRATE_ROLE, "simulated upstream");
+//! use imagegate_domain::{Dimensions, ImageSize, OutputFormat};
+//! use imagegate_sim::{ImageJob, SimConfig, Simulator};
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! runtime.block_on(async {
+//!     // Direct use: render one JPEG with two partial images.
+//!     let simulator = Simulator::new(&SimConfig::default());
+//!     let mut job = ImageJob::generation("a lighthouse at dusk", ImageSize::Exact(Dimensions::new(96, 64)));
+//!     job.output_format = OutputFormat::Jpeg;
+//!     job.partial_images = 2;
+//!     let outcome = simulator.generate(&job).await?;
+//!     let jpeg = outcome.images[0].bytes()?;
+//!     assert_eq!(&jpeg[..2], &[0xFF, 0xD8]);
+//!     assert_eq!(outcome.partials[0].len(), 2);
+//!     assert!(outcome.usage.output_tokens > 0);
+//!
+//!     // Over HTTP on an ephemeral port, shut down by a future.
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//!     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//!     let server = tokio::spawn(imagegate_sim::serve(listener, SimConfig::default(), async move {
+//!         let _ = stopped.await;
+//!     }));
+//!     let _ = stop.send(());
+//!     server.await??;
+//!     Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
 
-/// What this crate is for, until the simulator lands.
-pub const CRATE_ROLE: &str = "simulated upstream";
+pub mod config;
+pub mod errors;
+pub mod faults;
+pub mod params;
+pub mod render;
+pub mod responses;
+pub mod routes;
+pub mod simulator;
+pub mod state;
+pub mod stats;
+pub mod usage;
+pub mod wire;
+
+use std::future::Future;
+
+pub use config::SimConfig;
+pub use faults::{Fault, FaultKind, FaultRule};
+pub use render::RenderedImage;
+pub use routes::router;
+pub use simulator::{ImageJob, ImageOutcome, JobKind, Simulator};
+pub use state::SimState;
+pub use stats::{StatsSnapshot, TokenStats};
+
+/// Serves a fresh simulator configured by `config` on `listener` until `shutdown` completes, then waits for
+/// open requests to finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: SimConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_state(listener, SimState::new(config), shutdown).await
+}
+
+/// Like [`serve`], for a state the caller keeps (to read stats or script faults in-process).
+pub async fn serve_state(
+    listener: tokio::net::TcpListener,
+    state: SimState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+}

@@ -1,0 +1,46 @@
+//! `POST /v1/images/generations` (JSON or SSE), and the answer shared with edits.
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+
+use super::RequestContext;
+use super::stream::{json_body, paced, sse_response};
+use crate::errors::ApiFailure;
+use crate::params::{ImageDraft, parse_generation};
+use crate::simulator::ImageJob;
+use crate::state::SimState;
+use crate::wire::{image_stream_events, images_response};
+
+/// Handler of `POST /v1/images/generations`.
+pub async fn generations(
+    State(state): State<SimState>,
+    Extension(context): Extension<RequestContext>,
+    body: Bytes,
+) -> Response {
+    match parse_generation(&body, &state.config().catalog) {
+        Ok(ImageDraft { job, stream }) => answer_images(&state, &context, &job, stream).await,
+        Err(failure) => failure.into_response(),
+    }
+}
+
+/// Renders `job` and answers with the Images API JSON, or with the `image_generation.*` / `image_edit.*`
+/// event stream when `stream` is set.
+pub async fn answer_images(state: &SimState, context: &RequestContext, job: &ImageJob, stream: bool) -> Response {
+    let outcome = match state.simulator().generate(job).await {
+        Ok(outcome) => outcome,
+        Err(error) => return ApiFailure::internal(&error.to_string()).into_response(),
+    };
+    let deadline = context.start + context.latency;
+    if stream {
+        let frames = image_stream_events(&outcome, !context.no_image()).iter().map(|e| e.to_sse()).collect();
+        return sse_response(paced(frames, context.start, deadline, context.mid_stream_stall()));
+    }
+    tokio::time::sleep_until(deadline).await;
+    let body = images_response(&outcome, !context.no_image());
+    match serde_json::to_vec(&body) {
+        Ok(json) => json_body(json, context.mid_stream_stall()),
+        Err(error) => ApiFailure::internal(&error.to_string()).into_response(),
+    }
+}

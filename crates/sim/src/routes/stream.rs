@@ -1,0 +1,94 @@
+//! Server-sent-event bodies: frames paced over the simulated latency, with an optional stall after the
+//! first frame.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use futures::StreamExt as _;
+use futures::stream::{self, BoxStream};
+use tokio::time::Instant;
+
+/// A stream of encoded SSE frames.
+pub type FrameStream = BoxStream<'static, Result<Bytes, Infallible>>;
+
+/// Sends `frames` spread evenly between `from` and `until` (frame `j` of `n` at `from + span*(j+1)/n`;
+/// frames whose time has passed go at once). With `stall`, the stream pauses that long after its first
+/// frame (before the only frame when there is just one).
+pub fn paced(frames: Vec<Bytes>, from: Instant, until: Instant, stall: Option<Duration>) -> FrameStream {
+    let count = u32::try_from(frames.len()).unwrap_or(u32::MAX).max(1);
+    let span = until.saturating_duration_since(from);
+    let stall_before = if count > 1 { 1 } else { 0 };
+    let frames = frames.into_iter().zip(0u32..);
+    stream::unfold((frames, stall), move |(mut frames, mut stall)| async move {
+        let (frame, index) = frames.next()?;
+        if index == stall_before
+            && let Some(pause) = stall.take()
+        {
+            tokio::time::sleep(pause).await;
+        }
+        let offset = span.checked_mul(index.saturating_add(1)).map_or(span, |d| d / count);
+        tokio::time::sleep_until(from + offset).await;
+        Some((Ok(frame), (frames, stall)))
+    })
+    .boxed()
+}
+
+/// A `200 text/event-stream` response over `frames`.
+pub fn sse_response(frames: FrameStream) -> Response {
+    let mut response = Response::new(Body::from_stream(frames));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// A JSON body sent in one piece, or, with `stall`, its first 64 bytes, then a pause, then the rest.
+pub fn json_body(json: Vec<u8>, stall: Option<Duration>) -> Response {
+    let body = match stall {
+        None => Body::from(json),
+        Some(pause) => {
+            let mut first = json;
+            let rest = first.split_off(first.len().min(64));
+            let chunks = vec![Bytes::from(first), Bytes::from(rest)];
+            let now = Instant::now();
+            Body::from_stream(paced(chunks, now, now, Some(pause)))
+        }
+    };
+    let mut response = Response::new(body);
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn collect(stream: FrameStream) -> Vec<(Bytes, Duration)> {
+        let start = Instant::now();
+        stream.map(|frame| (frame.unwrap_or_default(), start.elapsed())).collect().await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn frames_are_spread_over_the_latency() {
+        let start = Instant::now();
+        let frames = vec![Bytes::from("a"), Bytes::from("b"), Bytes::from("c"), Bytes::from("d")];
+        let sent = collect(paced(frames, start, start + Duration::from_millis(400), None)).await;
+        let times: Vec<u128> = sent.iter().map(|(_, t)| t.as_millis()).collect();
+        assert_eq!(times, vec![100, 200, 300, 400]);
+        assert_eq!(sent[3].0, Bytes::from("d"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stall_pauses_after_the_first_frame() {
+        let start = Instant::now();
+        let frames = vec![Bytes::from("a"), Bytes::from("b")];
+        let sent = collect(paced(frames, start, start, Some(Duration::from_secs(30)))).await;
+        assert_eq!(sent[0].1.as_secs(), 0);
+        assert_eq!(sent[1].1.as_secs(), 30);
+        let single = collect(paced(vec![Bytes::from("x")], start, start, Some(Duration::from_secs(5)))).await;
+        assert!(single[0].1.as_secs() >= 5);
+    }
+}
