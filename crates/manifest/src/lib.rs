@@ -27,7 +27,7 @@
 //! let rules: Vec<&str> = report.findings.iter().map(|f| f.rule.id()).collect();
 //! assert_eq!(rules, ["R-SKILL-VERSION", "R-SKILL-SHA256"]);
 //! let version = &report.findings[0];
-//! assert_eq!((version.pointer.as_str(), version.start.line, version.start.column), ("/skills/0/version", 5, 51));
+//! assert_eq!((version.pointer.as_str(), version.start.line, version.start.column), ("/skills/0/version", 6, 47));
 //! assert_eq!(version.severity, Severity::Error);
 //! ```
 
@@ -42,7 +42,6 @@ mod root_check;
 pub mod rules;
 pub mod synthetic;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -160,15 +159,27 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
     FileReport { file: file.to_owned(), source, lines, findings }
 }
 
-/// Add schema findings, folded: a schema finding at a pointer that a semantic rule already reported
-/// is dropped, because the semantic finding says the same with a better hint.
+/// Add schema findings, folded: a schema finding is dropped when a semantic rule already reported a
+/// finding at its pointer or inside the value it points at, because that finding says the same with a
+/// better hint (e.g. `uniqueItems` on `/skills/0/tags` and `R-LIST-DUP` on `/skills/0/tags/1`). Missing keys
+/// are never folded: no semantic rule reports them.
 fn add_schema_findings(root: &parse::Node, sink: &mut Sink) {
-    let reported: HashSet<String> = sink.drafts.iter().map(|d| d.pointer.clone()).collect();
+    let mut reported: Vec<String> = sink.drafts.iter().map(|d| d.pointer.clone()).collect();
+    reported.sort_unstable();
+    let explained = |pointer: &str| {
+        let at = reported.partition_point(|p| p.as_str() < pointer);
+        reported
+            .get(at..)
+            .unwrap_or_default()
+            .iter()
+            .map_while(|p| p.strip_prefix(pointer))
+            .any(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
     let before = sink.drafts.len();
     rules::schema::check(root, sink);
     let mut index = 0;
     sink.drafts.retain(|d| {
         index += 1;
-        index <= before || !reported.contains(&d.pointer) || d.rule == Rule::SchemaRequired
+        index <= before || d.rule == Rule::SchemaRequired || !explained(&d.pointer)
     });
 }

@@ -56,7 +56,8 @@ impl Reader<'_> {
     fn unexpected(&self, expected: &str) -> SyntaxError {
         let message = match self.text.get(self.pos..).and_then(|rest| rest.chars().next()) {
             None => format!("unexpected end of input; expected {expected}"),
-            Some(c) => format!("unexpected character `{}`; expected {expected}", c.escape_debug()),
+            Some(c) if c.is_control() => format!("unexpected character `{}`; expected {expected}", c.escape_debug()),
+            Some(c) => format!("unexpected character `{c}`; expected {expected}"),
         };
         SyntaxError { kind: SyntaxErrorKind::Grammar, offset: self.pos, message }
     }

@@ -20,7 +20,7 @@ fn spans_cover_values_and_keys() {
     let x = root.pointer("/a/1").unwrap();
     assert_eq!(x.as_str(), Some("x"));
     let index = LineIndex::new(text);
-    assert_eq!(index.locate(text, x.span.start), lc(2, 13));
+    assert_eq!(index.locate(text, x.span.start), lc(2, 12));
     assert_eq!(root.pointer("/b").unwrap().value, NodeValue::Null);
     assert!(root.pointer("/a/2").is_none());
     assert!(root.pointer("a").is_none());
