@@ -97,7 +97,8 @@ pub(crate) fn unknown_keys(node: &Node, ptr: &str, known: &[&str], place: &str, 
     }
 }
 
-fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+/// The known word within two edits of `key` (case and `-`/`_` ignored), if any.
+pub(crate) fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let lower = key.to_lowercase().replace('-', "_");
     known
         .iter()

@@ -29,9 +29,15 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
                 .add(Rule::XrefApiDoc, &item.ptr, item.span(), format!("api_docs item {} names no API entry", quote(item.text)))
                 .expected("the id of an entry in apis[]")
                 .found(quote(item.text));
+            let known: Vec<&str> = ids.iter().copied().collect();
             if let Some(id) = id_by_path.get(item.text) {
                 draft.hint(format!("api_docs holds API ids, not paths: write {}.", quote(id)));
                 used.insert((*id).to_owned());
+            } else if let Some(id) = super::top::closest(item.text, &known)
+                .or_else(|| known.iter().copied().filter(|id| id.starts_with(item.text)).min())
+            {
+                draft.hint(format!("Did you mean {}?", quote(id)));
+                used.insert(id.to_owned());
             }
         }
     }
