@@ -193,21 +193,29 @@ pub fn render_base(spec: &RenderSpec) -> Result<RgbImage, RenderError> {
     };
     let band_top = height * 3 / 8;
     let band_bottom = height * 5 / 8;
-
-    let mut image = RgbImage::new(width, height);
-    for (x, y, pixel) in image.enumerate_pixels_mut() {
-        let t = ((x as f32 * dx + y as f32 * dy) - low) / span;
-        let distance = ((x as f32 - centre_x).powi(2) + (y as f32 - centre_y).powi(2)).sqrt();
-        let shade = if (distance / ring) as u32 % 2 == 0 { 1.0 } else { 0.82 };
+    let grain = noise_tile(seed, noise);
+    let base: [f32; 3] = first.map(|c| c * 255.0);
+    let delta: [f32; 3] = [0, 1, 2].map(|i| {
+        (second.get(i).copied().unwrap_or(0.0) - first.get(i).copied().unwrap_or(0.0)) * 255.0
+    });
+    let row_len = width as usize * 3;
+    let mut pixels = vec![0u8; row_len * height as usize];
+    for (y, row) in (0u32..).zip(pixels.chunks_exact_mut(row_len)) {
         let dim = if (band_top..band_bottom).contains(&y) { 0.3 } else { 1.0 };
-        let grain = pixel_noise(x, y, seed, noise);
-        let channel = |i: usize| -> u8 {
-            let (a, b) = (first.get(i).copied().unwrap_or(0.0), second.get(i).copied().unwrap_or(0.0));
-            let value = (a + (b - a) * t) * shade * dim * 255.0 + grain;
-            value.clamp(0.0, 255.0) as u8
-        };
-        *pixel = Rgb([channel(0), channel(1), channel(2)]);
+        let row_offset = y as f32 * dy - low;
+        let dist_y = (y as f32 - centre_y).powi(2);
+        let grain_row = grain.get((y as usize % NOISE_TILE) * NOISE_TILE..).unwrap_or(&[]);
+        for (x, pixel) in (0u32..).zip(row.chunks_exact_mut(3)) {
+            let t = (x as f32 * dx + row_offset) / span;
+            let distance = ((x as f32 - centre_x).powi(2) + dist_y).sqrt();
+            let shade = if (distance / ring) as u32 % 2 == 0 { dim } else { 0.82 * dim };
+            let noise = grain_row.get(x as usize % NOISE_TILE).copied().unwrap_or(0.0);
+            for ((out, b), d) in pixel.iter_mut().zip(base).zip(delta) {
+                *out = ((b + d * t) * shade + noise).clamp(0.0, 255.0) as u8;
+            }
+        }
     }
+    let mut image = RgbImage::from_raw(width, height, pixels).ok_or(RenderError::Empty(spec.dimensions))?;
     draw_banner(&mut image, spec, band_top, band_bottom);
     Ok(image)
 }
@@ -230,14 +238,15 @@ fn draw_banner(image: &mut RgbImage, spec: &RenderSpec, band_top: u32, band_bott
     font::draw_text(image, &caption, caption_x, caption_y, caption_scale, Rgb([255, 226, 120]));
 }
 
-/// Deterministic grain in `-amplitude..amplitude`.
-fn pixel_noise(x: u32, y: u32, seed: u64, amplitude: i32) -> f32 {
-    if amplitude == 0 {
-        return 0.0;
-    }
-    let h = mix(seed ^ (u64::from(x) << 32) ^ u64::from(y));
-    let span = u64::from(amplitude.unsigned_abs() * 2);
-    ((h % span) as i64 - i64::from(amplitude)) as f32
+/// Edge of the square tile of grain repeated over the picture.
+const NOISE_TILE: usize = 64;
+
+/// A deterministic tile of grain values in `-amplitude..amplitude`.
+fn noise_tile(seed: u64, amplitude: i32) -> Vec<f32> {
+    let span = u64::from(amplitude.unsigned_abs() * 2).max(1);
+    (0..NOISE_TILE * NOISE_TILE)
+        .map(|i| ((mix(seed ^ i as u64) % span) as i64 - i64::from(amplitude)) as f32)
+        .collect()
 }
 
 fn hsv(hue: f32, saturation: f32, value: f32) -> [f32; 3] {

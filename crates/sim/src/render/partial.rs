@@ -11,39 +11,29 @@ pub fn block_size(index: u8, count: u8, short_edge: u32) -> u32 {
     base.saturating_mul(scale)
 }
 
-/// Averages every `block` x `block` square of `image` into one color.
+/// Replaces every `block` x `block` square of `image` by the colour at its centre.
 pub fn pixelate(image: &RgbImage, block: u32) -> RgbImage {
     let block = block.max(1);
     let (width, height) = image.dimensions();
-    let mut out = RgbImage::new(width, height);
+    let row_len = width as usize * 3;
+    let mut pixels = Vec::with_capacity(row_len * height as usize);
+    let mut row = Vec::with_capacity(row_len);
     for block_y in (0..height).step_by(block as usize) {
-        let y_end = block_y.saturating_add(block).min(height);
+        let rows = block.min(height - block_y);
+        let sample_y = block_y + rows / 2;
+        row.clear();
         for block_x in (0..width).step_by(block as usize) {
-            let x_end = block_x.saturating_add(block).min(width);
-            let mut sum = [0u64; 3];
-            let mut count = 0u64;
-            for y in block_y..y_end {
-                for x in block_x..x_end {
-                    if let Some(Rgb(px)) = image.get_pixel_checked(x, y) {
-                        for (total, channel) in sum.iter_mut().zip(px) {
-                            *total += u64::from(*channel);
-                        }
-                        count += 1;
-                    }
-                }
-            }
-            let count = count.max(1);
-            let color = Rgb(sum.map(|total| u8::try_from(total / count).unwrap_or(u8::MAX)));
-            for y in block_y..y_end {
-                for x in block_x..x_end {
-                    if let Some(px) = out.get_pixel_mut_checked(x, y) {
-                        *px = color;
-                    }
-                }
+            let columns = block.min(width - block_x);
+            let Rgb(colour) = image.get_pixel_checked(block_x + columns / 2, sample_y).copied().unwrap_or(Rgb([0; 3]));
+            for _ in 0..columns {
+                row.extend_from_slice(&colour);
             }
         }
+        for _ in 0..rows {
+            pixels.extend_from_slice(&row);
+        }
     }
-    out
+    RgbImage::from_raw(width, height, pixels).unwrap_or_else(|| RgbImage::new(width, height))
 }
 
 #[cfg(test)]
@@ -62,15 +52,21 @@ mod tests {
     }
 
     #[test]
-    fn pixelate_averages_blocks() {
-        let mut image = RgbImage::new(4, 2);
-        image.put_pixel(0, 0, Rgb([100, 0, 0]));
+    fn pixelate_fills_blocks_with_their_centre_colour() {
+        let mut image = RgbImage::new(5, 3);
         image.put_pixel(1, 1, Rgb([200, 40, 0]));
-        image.put_pixel(3, 0, Rgb([0, 0, 80]));
+        image.put_pixel(3, 1, Rgb([0, 0, 80]));
+        image.put_pixel(4, 2, Rgb([9, 9, 9]));
         let out = pixelate(&image, 2);
-        assert_eq!(out.get_pixel(0, 0), &Rgb([75, 10, 0]));
-        assert_eq!(out.get_pixel(1, 1), &Rgb([75, 10, 0]));
-        assert_eq!(out.get_pixel(2, 1), &Rgb([0, 0, 20]));
-        assert_eq!(out.dimensions(), (4, 2));
+        assert_eq!(out.dimensions(), (5, 3));
+        for (x, y) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+            assert_eq!(out.get_pixel(x, y), &Rgb([200, 40, 0]));
+        }
+        assert_eq!(out.get_pixel(2, 0), &Rgb([0, 0, 80]));
+        assert_eq!(out.get_pixel(3, 1), &Rgb([0, 0, 80]));
+        // The partial last column and last row are blocks of their own.
+        assert_eq!(out.get_pixel(4, 0), &Rgb([0, 0, 0]));
+        assert_eq!(out.get_pixel(4, 2), &Rgb([9, 9, 9]));
+        assert_eq!(out.get_pixel(0, 2), &Rgb([0, 0, 0]));
     }
 }
