@@ -11,8 +11,8 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures::executor::block_on;
 use imagegate_dispatch::{
-    AccountSpec, CooldownPolicy, DispatchConfig, DispatchRequest, Dispatcher, GroupId, Lease, MemoryPoolState,
-    SizeClass, SystemClock, Tier,
+    AccountSpec, CooldownPolicy, DispatchConfig, DispatchRequest, Dispatcher, GroupId, Lease,
+    MemoryPoolState, SizeClass, SystemClock, Tier,
 };
 
 const TIERS: [Tier; 4] = [Tier::Free, Tier::Plus, Tier::Team, Tier::Pro];
@@ -37,8 +37,9 @@ fn bench(c: &mut Criterion) {
             b.iter(|| drop(black_box(block_on(idle.try_acquire(&request)).unwrap())));
         });
         let loaded = pool(accounts);
-        let _held: Vec<Lease> =
-            (0..accounts).map(|_| block_on(loaded.try_acquire(&request)).unwrap()).collect();
+        let _held: Vec<Lease> = (0..accounts)
+            .map(|_| block_on(loaded.try_acquire(&request)).unwrap())
+            .collect();
         group.bench_with_input(BenchmarkId::new("loaded", accounts), &accounts, |b, _| {
             b.iter(|| drop(black_box(block_on(loaded.try_acquire(&request)).unwrap())));
         });

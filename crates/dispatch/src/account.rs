@@ -131,7 +131,10 @@ impl ClassLimits {
 
 impl Default for ClassLimits {
     fn default() -> Self {
-        Self { large: 1, standard: 4 }
+        Self {
+            large: 1,
+            standard: 4,
+        }
     }
 }
 
@@ -208,8 +211,7 @@ mod tests {
 
     #[test]
     fn spec_defaults_from_json() {
-        let spec: AccountSpec =
-            serde_json::from_str(r#"{"id":"a1","groups":["g"],"tier":"team"}"#).unwrap();
+        let spec: AccountSpec = serde_json::from_str(r#"{"id":"a1","groups":["g"],"tier":"team"}"#).unwrap();
         assert_eq!(spec, AccountSpec::new("a1", Tier::Team, &["g"]));
         assert_eq!(spec.limits.for_class(SizeClass::Large), 1);
         assert_eq!(spec.limits.for_class(SizeClass::Standard), 4);

@@ -26,7 +26,12 @@ impl AccountSet {
         names.dedup();
         let groups = names
             .into_iter()
-            .map(|group| (group.clone(), Arc::new(RankedCandidates::for_group(&specs, group))))
+            .map(|group| {
+                (
+                    group.clone(),
+                    Arc::new(RankedCandidates::for_group(&specs, group)),
+                )
+            })
             .collect();
         Self { specs, groups }
     }
@@ -40,7 +45,10 @@ impl AccountSet {
     /// The spec of one account.
     #[must_use]
     pub fn spec(&self, id: &AccountId) -> Option<&AccountSpec> {
-        self.specs.binary_search_by(|s| s.id.cmp(id)).ok().and_then(|i| self.specs.get(i))
+        self.specs
+            .binary_search_by(|s| s.id.cmp(id))
+            .ok()
+            .and_then(|i| self.specs.get(i))
     }
 
     /// The ranked active accounts of `group` (none if the group has no account).

@@ -68,15 +68,17 @@ impl ManualClock {
     /// A clock standing at `start`.
     #[must_use]
     pub fn new(start: UnixMillis) -> Self {
-        Self { millis: AtomicU64::new(start.0) }
+        Self {
+            millis: AtomicU64::new(start.0),
+        }
     }
 
     /// Moves the clock forward by `by`.
     pub fn advance(&self, by: Duration) {
         let millis = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
-        let _ = self
-            .millis
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| Some(m.saturating_add(millis)));
+        let _ = self.millis.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+            Some(m.saturating_add(millis))
+        });
     }
 
     /// Sets the clock to `to` (may go backwards, to test clock skew).
@@ -99,7 +101,10 @@ mod tests {
     fn arithmetic_saturates() {
         let t = UnixMillis(1_000);
         assert_eq!(t.plus(Duration::from_secs(2)), UnixMillis(3_000));
-        assert_eq!(UnixMillis(u64::MAX).plus(Duration::from_secs(1)), UnixMillis(u64::MAX));
+        assert_eq!(
+            UnixMillis(u64::MAX).plus(Duration::from_secs(1)),
+            UnixMillis(u64::MAX)
+        );
         assert_eq!(UnixMillis(3_000).since(t), Duration::from_secs(2));
         assert_eq!(t.since(UnixMillis(3_000)), Duration::ZERO);
         assert_eq!(UnixMillis::from_unix_seconds(7), UnixMillis(7_000));

@@ -63,7 +63,12 @@ impl DispatchRequest {
     /// An image request of `class` for `group`, nothing excluded.
     #[must_use]
     pub fn image(group: &GroupId, class: SizeClass) -> Self {
-        Self { group: group.clone(), class, image: true, exclude: Vec::new() }
+        Self {
+            group: group.clone(),
+            class,
+            image: true,
+            exclude: Vec::new(),
+        }
     }
 }
 
@@ -80,8 +85,12 @@ impl Dispatcher {
     /// A dispatcher with no accounts yet; call [`Dispatcher::replace_accounts`].
     #[must_use]
     pub fn new(state: Arc<dyn PoolState>, clock: Arc<dyn Clock>, config: DispatchConfig) -> Self {
-        let context =
-            LeaseContext { state, clock, released: Arc::new(Notify::new()), ttl: config.lease_ttl };
+        let context = LeaseContext {
+            state,
+            clock,
+            released: Arc::new(Notify::new()),
+            ttl: config.lease_ttl,
+        };
         Self {
             config,
             accounts: ArcSwap::from_pointee(AccountSet::default()),
@@ -114,7 +123,9 @@ impl Dispatcher {
     /// [`PoolError::AllBusy`] when every eligible account is at its limit, and the errors of
     /// [`Dispatcher::acquire`].
     pub async fn try_acquire(&self, request: &DispatchRequest) -> Result<Lease, PoolError> {
-        self.attempt(request).await?.ok_or(PoolError::AllBusy { retry_after: self.config.busy_retry_after })
+        self.attempt(request).await?.ok_or(PoolError::AllBusy {
+            retry_after: self.config.busy_retry_after,
+        })
     }
 
     /// Takes a slot on the best eligible account, waiting up to `max_wait` for one to free.
@@ -134,7 +145,9 @@ impl Dispatcher {
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(PoolError::AllBusy { retry_after: self.config.busy_retry_after });
+                return Err(PoolError::AllBusy {
+                    retry_after: self.config.busy_retry_after,
+                });
             }
             if waiter.is_none() {
                 waiter = Some(self.join_waiters()?);
@@ -149,8 +162,15 @@ impl Dispatcher {
 
     /// One atomic select-and-acquire; `Ok(None)` when every eligible account is busy.
     async fn attempt(&self, request: &DispatchRequest) -> Result<Option<Lease>, PoolError> {
-        let no_accounts = || PoolError::NoAccounts { group: request.group.clone() };
-        let candidates = self.accounts.load().group(&request.group).cloned().ok_or_else(no_accounts)?;
+        let no_accounts = || PoolError::NoAccounts {
+            group: request.group.clone(),
+        };
+        let candidates = self
+            .accounts
+            .load()
+            .group(&request.group)
+            .cloned()
+            .ok_or_else(no_accounts)?;
         let now = self.context.clock.now();
         let acquire = AcquireRequest {
             candidates,
@@ -166,7 +186,10 @@ impl Dispatcher {
             Acquire::CoolingDown { earliest_reset } => {
                 let wait_ms = earliest_reset.since(now).as_millis().div_ceil(1000);
                 let retry_after = Duration::from_secs(u64::try_from(wait_ms).unwrap_or(u64::MAX).max(1));
-                Err(PoolError::AllCoolingDown { earliest_reset, retry_after })
+                Err(PoolError::AllCoolingDown {
+                    earliest_reset,
+                    retry_after,
+                })
             }
             Acquire::Unavailable => Err(no_accounts()),
         }
@@ -174,10 +197,14 @@ impl Dispatcher {
 
     fn join_waiters(&self) -> Result<WaiterSlot<'_>, PoolError> {
         let max = self.config.max_waiters;
-        let joined = self.waiting.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
+        let joined = self
+            .waiting
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
         match joined {
             Ok(_) => Ok(WaiterSlot(&self.waiting)),
-            Err(_) => Err(PoolError::WaitQueueFull { retry_after: self.config.busy_retry_after }),
+            Err(_) => Err(PoolError::WaitQueueFull {
+                retry_after: self.config.busy_retry_after,
+            }),
         }
     }
 
@@ -209,8 +236,11 @@ impl Dispatcher {
         let now = self.context.clock.now();
         let runtime = self.context.state.snapshot(now).await?;
         let accounts = self.accounts.load();
-        let accounts =
-            accounts.specs().iter().map(|spec| AccountSnapshot::new(spec, runtime.get(&spec.id), now)).collect();
+        let accounts = accounts
+            .specs()
+            .iter()
+            .map(|spec| AccountSnapshot::new(spec, runtime.get(&spec.id), now))
+            .collect();
         Ok(PoolSnapshot { at: now, accounts })
     }
 }

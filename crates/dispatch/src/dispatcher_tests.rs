@@ -17,7 +17,10 @@ fn setup(config: DispatchConfig, specs: Vec<AccountSpec>) -> (Arc<Dispatcher>, A
 }
 
 fn no_wait() -> DispatchConfig {
-    DispatchConfig { max_wait: Duration::ZERO, ..DispatchConfig::default() }
+    DispatchConfig {
+        max_wait: Duration::ZERO,
+        ..DispatchConfig::default()
+    }
 }
 
 fn group() -> GroupId {
@@ -33,7 +36,10 @@ async fn dropping_a_lease_frees_its_slot() {
     let (pool, _clock) = setup(no_wait(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
     let lease = pool.acquire(&large()).await.unwrap();
     assert_eq!(lease.account().as_str(), "a");
-    assert!(matches!(pool.acquire(&large()).await, Err(PoolError::AllBusy { .. })));
+    assert!(matches!(
+        pool.acquire(&large()).await,
+        Err(PoolError::AllBusy { .. })
+    ));
     assert_eq!(pool.snapshot().await.unwrap().accounts[0].in_flight.large, 1);
     drop(lease);
     assert_eq!(pool.snapshot().await.unwrap().accounts[0].in_flight.large, 0);
@@ -49,19 +55,28 @@ async fn expired_lease_frees_the_slot_and_cannot_be_renewed_or_double_released()
     let renewed = stale.renew().await.unwrap();
     assert_eq!(renewed, START.plus(Duration::from_secs(500)));
     clock.advance(Duration::from_secs(299));
-    assert!(matches!(pool.acquire(&large()).await, Err(PoolError::AllBusy { .. })), "renewed lease still holds");
+    assert!(
+        matches!(pool.acquire(&large()).await, Err(PoolError::AllBusy { .. })),
+        "renewed lease still holds"
+    );
     clock.advance(Duration::from_secs(1));
     let fresh = pool.acquire(&large()).await.unwrap();
     assert_eq!(stale.renew().await, Err(PoolError::LeaseExpired));
     drop(stale);
     let snapshot = pool.snapshot().await.unwrap();
-    assert_eq!(snapshot.accounts[0].in_flight.large, 1, "dropping the expired lease must not free the new one");
+    assert_eq!(
+        snapshot.accounts[0].in_flight.large, 1,
+        "dropping the expired lease must not free the new one"
+    );
     drop(fresh);
 }
 
 #[tokio::test(start_paused = true)]
 async fn waiting_acquire_wakes_on_release() {
-    let config = DispatchConfig { poll_interval: Duration::from_secs(3600), ..DispatchConfig::default() };
+    let config = DispatchConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..DispatchConfig::default()
+    };
     let (pool, _clock) = setup(config, vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
     let held = pool.acquire(&large()).await.unwrap();
     let waiter = tokio::spawn({
@@ -79,16 +94,27 @@ async fn waiting_acquire_wakes_on_release() {
 
 #[tokio::test(start_paused = true)]
 async fn waiting_acquire_gives_up_with_all_busy() {
-    let (pool, _clock) = setup(DispatchConfig::default(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let (pool, _clock) = setup(
+        DispatchConfig::default(),
+        vec![AccountSpec::new("a", Tier::Pro, &["g"])],
+    );
     let _held = pool.acquire(&large()).await.unwrap();
     let err = pool.acquire(&large()).await.unwrap_err();
-    assert_eq!(err, PoolError::AllBusy { retry_after: Duration::from_secs(2) });
+    assert_eq!(
+        err,
+        PoolError::AllBusy {
+            retry_after: Duration::from_secs(2)
+        }
+    );
     assert_eq!(pool.waiting(), 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn wait_queue_is_bounded() {
-    let config = DispatchConfig { max_waiters: 1, ..DispatchConfig::default() };
+    let config = DispatchConfig {
+        max_waiters: 1,
+        ..DispatchConfig::default()
+    };
     let (pool, _clock) = setup(config, vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
     let _held = pool.acquire(&large()).await.unwrap();
     let first = tokio::spawn({
@@ -107,15 +133,27 @@ async fn wait_queue_is_bounded() {
 async fn all_cooling_down_fails_at_once_with_the_earliest_reset() {
     let (pool, clock) = setup(
         DispatchConfig::default(),
-        vec![AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Plus, &["g"])],
+        vec![
+            AccountSpec::new("a", Tier::Pro, &["g"]),
+            AccountSpec::new("b", Tier::Plus, &["g"]),
+        ],
     );
     let reset_a = clock.now().plus(Duration::from_millis(90_500));
     let reset_b = clock.now().plus(Duration::from_secs(3600));
-    let limited = |reset_at| Outcome::RateLimited { reset_at: Some(reset_at), scope: LimitScope::All };
+    let limited = |reset_at| Outcome::RateLimited {
+        reset_at: Some(reset_at),
+        scope: LimitScope::All,
+    };
     pool.record_outcome(&"a".into(), &limited(reset_a)).await.unwrap();
     pool.record_outcome(&"b".into(), &limited(reset_b)).await.unwrap();
     let err = pool.acquire(&large()).await.unwrap_err();
-    assert_eq!(err, PoolError::AllCoolingDown { earliest_reset: reset_a, retry_after: Duration::from_secs(91) });
+    assert_eq!(
+        err,
+        PoolError::AllCoolingDown {
+            earliest_reset: reset_a,
+            retry_after: Duration::from_secs(91)
+        }
+    );
     clock.set(reset_a);
     assert_eq!(pool.acquire(&large()).await.unwrap().account().as_str(), "a");
 }
@@ -124,42 +162,81 @@ async fn all_cooling_down_fails_at_once_with_the_earliest_reset() {
 async fn no_usable_account_is_no_accounts() {
     let (pool, _clock) = setup(
         no_wait(),
-        vec![AccountSpec::new("off", Tier::Pro, &["g"]).with_active(false), AccountSpec::new("h", Tier::Pro, &["h"])],
+        vec![
+            AccountSpec::new("off", Tier::Pro, &["g"]).with_active(false),
+            AccountSpec::new("h", Tier::Pro, &["h"]),
+        ],
     );
     let expected = PoolError::NoAccounts { group: group() };
     assert_eq!(pool.acquire(&large()).await.unwrap_err(), expected);
     let unknown = DispatchRequest::image(&GroupId::new("nope"), SizeClass::Standard);
-    assert!(matches!(pool.acquire(&unknown).await, Err(PoolError::NoAccounts { .. })));
-    pool.record_outcome(&"h".into(), &Outcome::AuthFailed { reason: "revoked".into() }).await.unwrap();
+    assert!(matches!(
+        pool.acquire(&unknown).await,
+        Err(PoolError::NoAccounts { .. })
+    ));
+    pool.record_outcome(
+        &"h".into(),
+        &Outcome::AuthFailed {
+            reason: "revoked".into(),
+        },
+    )
+    .await
+    .unwrap();
     let h = DispatchRequest::image(&GroupId::new("h"), SizeClass::Standard);
-    assert!(matches!(pool.acquire(&h).await, Err(PoolError::NoAccounts { .. })));
+    assert!(matches!(
+        pool.acquire(&h).await,
+        Err(PoolError::NoAccounts { .. })
+    ));
     pool.clear_health(&"h".into()).await.unwrap();
     assert!(pool.acquire(&h).await.is_ok());
 }
 
 #[tokio::test]
 async fn failover_excludes_accounts_already_tried() {
-    let (pool, _clock) =
-        setup(no_wait(), vec![AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Free, &["g"])]);
+    let (pool, _clock) = setup(
+        no_wait(),
+        vec![
+            AccountSpec::new("a", Tier::Pro, &["g"]),
+            AccountSpec::new("b", Tier::Free, &["g"]),
+        ],
+    );
     let first = pool.acquire(&large()).await.unwrap();
     let tried = first.account().clone();
     drop(first);
-    let retry = DispatchRequest { exclude: vec![tried.clone()], ..large() };
+    let retry = DispatchRequest {
+        exclude: vec![tried.clone()],
+        ..large()
+    };
     let second = pool.acquire(&retry).await.unwrap();
     assert_eq!((tried.as_str(), second.account().as_str()), ("a", "b"));
 }
 
 #[tokio::test]
 async fn html_403_keeps_serving_and_transient_breaker_moves_traffic() {
-    let (pool, _clock) =
-        setup(no_wait(), vec![AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Free, &["g"])]);
+    let (pool, _clock) = setup(
+        no_wait(),
+        vec![
+            AccountSpec::new("a", Tier::Pro, &["g"]),
+            AccountSpec::new("b", Tier::Free, &["g"]),
+        ],
+    );
     let a = AccountId::new("a");
     for _ in 0..5 {
-        pool.record_outcome(&a, &Outcome::Forbidden { json_body: false, detail: "<html>".into() }).await.unwrap();
+        pool.record_outcome(
+            &a,
+            &Outcome::Forbidden {
+                json_body: false,
+                detail: "<html>".into(),
+            },
+        )
+        .await
+        .unwrap();
     }
     assert_eq!(pool.acquire(&large()).await.unwrap().account().as_str(), "a");
     for _ in 0..3 {
-        pool.record_outcome(&a, &Outcome::Transient { detail: "503".into() }).await.unwrap();
+        pool.record_outcome(&a, &Outcome::Transient { detail: "503".into() })
+            .await
+            .unwrap();
     }
     assert_eq!(pool.acquire(&large()).await.unwrap().account().as_str(), "b");
     pool.record_outcome(&a, &Outcome::Success).await.unwrap();
@@ -170,11 +247,18 @@ async fn html_403_keeps_serving_and_transient_breaker_moves_traffic() {
 async fn replacing_accounts_keeps_held_leases() {
     let (pool, _clock) = setup(no_wait(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
     let held = pool.acquire(&large()).await.unwrap();
-    pool.replace_accounts([AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("n", Tier::Free, &["g"])]);
+    pool.replace_accounts([
+        AccountSpec::new("a", Tier::Pro, &["g"]),
+        AccountSpec::new("n", Tier::Free, &["g"]),
+    ]);
     assert_eq!(pool.acquire(&large()).await.unwrap().account().as_str(), "n");
     assert_eq!(held.account().as_str(), "a");
     pool.replace_accounts([AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(2, 4)]);
-    assert_eq!(pool.acquire(&large()).await.unwrap().account().as_str(), "a", "raised limit applies at once");
+    assert_eq!(
+        pool.acquire(&large()).await.unwrap().account().as_str(),
+        "a",
+        "raised limit applies at once"
+    );
 }
 
 #[tokio::test]
@@ -188,15 +272,29 @@ async fn snapshot_shows_load_cooldowns_and_health() {
         ],
     );
     let _large = pool.acquire(&large()).await.unwrap();
-    let _standard = pool.acquire(&DispatchRequest::image(&group(), SizeClass::Standard)).await.unwrap();
+    let _standard = pool
+        .acquire(&DispatchRequest::image(&group(), SizeClass::Standard))
+        .await
+        .unwrap();
     let reset = clock.now().plus(Duration::from_secs(120));
     let team = AccountId::new("team-1");
     pool.record_outcome(&team, &Outcome::Success).await.unwrap();
-    pool.record_outcome(&team, &Outcome::RateLimited { reset_at: Some(reset), scope: LimitScope::ImagesOnly })
-        .await
-        .unwrap();
-    pool.record_outcome(&"free-1".into(), &Outcome::AuthFailed { reason: "refresh token revoked".into() })
-        .await
-        .unwrap();
+    pool.record_outcome(
+        &team,
+        &Outcome::RateLimited {
+            reset_at: Some(reset),
+            scope: LimitScope::ImagesOnly,
+        },
+    )
+    .await
+    .unwrap();
+    pool.record_outcome(
+        &"free-1".into(),
+        &Outcome::AuthFailed {
+            reason: "refresh token revoked".into(),
+        },
+    )
+    .await
+    .unwrap();
     insta::assert_json_snapshot!(pool.snapshot().await.unwrap());
 }

@@ -36,7 +36,12 @@ pub struct KeyAdmission {
 pub trait KeyLimiter: Send + Sync + fmt::Debug {
     /// Admits one request of `key` under `limits` at `now`, or refuses with a retry-after.
     /// A refused request counts against nothing.
-    async fn try_admit(&self, key: &str, limits: KeyLimits, now: UnixMillis) -> Result<KeyAdmission, KeyLimitError>;
+    async fn try_admit(
+        &self,
+        key: &str,
+        limits: KeyLimits,
+        now: UnixMillis,
+    ) -> Result<KeyAdmission, KeyLimitError>;
 
     /// Frees a concurrency slot without waiting (called from `Drop`). Unknown tokens are ignored.
     fn release_detached(&self, key: &str, token: u64);
@@ -63,7 +68,11 @@ impl KeyGate {
     /// retry-after; [`KeyLimitError::Backend`] when the backend fails.
     pub async fn admit(&self, key: &str, limits: KeyLimits) -> Result<KeyPermit, KeyLimitError> {
         let admission = self.limiter.try_admit(key, limits, self.clock.now()).await?;
-        Ok(KeyPermit { limiter: Arc::clone(&self.limiter), key: Arc::from(key), token: admission.token })
+        Ok(KeyPermit {
+            limiter: Arc::clone(&self.limiter),
+            key: Arc::from(key),
+            token: admission.token,
+        })
     }
 }
 
@@ -106,7 +115,10 @@ impl MemoryKeyLimiter {
     /// A limiter suggesting `concurrency_retry_after` when a key is at its concurrency limit.
     #[must_use]
     pub fn new(concurrency_retry_after: Duration) -> Self {
-        Self { concurrency_retry_after, inner: Mutex::new(Counters::default()) }
+        Self {
+            concurrency_retry_after,
+            inner: Mutex::new(Counters::default()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Counters> {
@@ -122,22 +134,37 @@ impl Default for MemoryKeyLimiter {
 
 #[async_trait]
 impl KeyLimiter for MemoryKeyLimiter {
-    async fn try_admit(&self, key: &str, limits: KeyLimits, now: UnixMillis) -> Result<KeyAdmission, KeyLimitError> {
+    async fn try_admit(
+        &self,
+        key: &str,
+        limits: KeyLimits,
+        now: UnixMillis,
+    ) -> Result<KeyAdmission, KeyLimitError> {
         let mut counters = self.lock();
         let token = counters.next_token;
         let usage = counters.keys.entry(key.to_owned()).or_default();
-        while usage.recent_starts.front().is_some_and(|&start| start.plus(RATE_WINDOW) <= now) {
+        while usage
+            .recent_starts
+            .front()
+            .is_some_and(|&start| start.plus(RATE_WINDOW) <= now)
+        {
             usage.recent_starts.pop_front();
         }
         if let Some(limit) = limits.max_concurrency
             && usage.in_flight.len() >= limit as usize
         {
-            return Err(KeyLimitError::TooManyConcurrent { limit, retry_after: self.concurrency_retry_after });
+            return Err(KeyLimitError::TooManyConcurrent {
+                limit,
+                retry_after: self.concurrency_retry_after,
+            });
         }
         if let Some(limit) = limits.requests_per_minute
             && usage.recent_starts.len() >= limit as usize
         {
-            let frees_at = usage.recent_starts.front().map_or(now, |&start| start.plus(RATE_WINDOW));
+            let frees_at = usage
+                .recent_starts
+                .front()
+                .map_or(now, |&start| start.plus(RATE_WINDOW));
             let retry_after = frees_at.since(now).max(Duration::from_millis(1));
             return Err(KeyLimitError::TooManyRequests { limit, retry_after });
         }

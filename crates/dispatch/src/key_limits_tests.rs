@@ -3,17 +3,29 @@ use crate::clock::ManualClock;
 
 fn gate() -> (KeyGate, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(UnixMillis(1_000_000)));
-    (KeyGate::new(Arc::new(MemoryKeyLimiter::default()), clock.clone()), clock)
+    (
+        KeyGate::new(Arc::new(MemoryKeyLimiter::default()), clock.clone()),
+        clock,
+    )
 }
 
 #[tokio::test]
 async fn concurrency_limit_refuses_then_frees_on_drop() {
     let (gate, _clock) = gate();
-    let limits = KeyLimits { max_concurrency: Some(2), requests_per_minute: None };
+    let limits = KeyLimits {
+        max_concurrency: Some(2),
+        requests_per_minute: None,
+    };
     let first = gate.admit("k", limits).await.unwrap();
     let second = gate.admit("k", limits).await.unwrap();
     let refused = gate.admit("k", limits).await.unwrap_err();
-    assert_eq!(refused, KeyLimitError::TooManyConcurrent { limit: 2, retry_after: Duration::from_secs(1) });
+    assert_eq!(
+        refused,
+        KeyLimitError::TooManyConcurrent {
+            limit: 2,
+            retry_after: Duration::from_secs(1)
+        }
+    );
     // Other keys are not affected.
     let other = gate.admit("other", limits).await.unwrap();
     drop(first);
@@ -26,14 +38,23 @@ async fn concurrency_limit_refuses_then_frees_on_drop() {
 #[tokio::test]
 async fn requests_per_minute_slide_and_report_retry_after() {
     let (gate, clock) = gate();
-    let limits = KeyLimits { max_concurrency: None, requests_per_minute: Some(3) };
+    let limits = KeyLimits {
+        max_concurrency: None,
+        requests_per_minute: Some(3),
+    };
     for _ in 0..2 {
         gate.admit("k", limits).await.unwrap();
     }
     clock.advance(Duration::from_secs(20));
     gate.admit("k", limits).await.unwrap();
     let refused = gate.admit("k", limits).await.unwrap_err();
-    assert_eq!(refused, KeyLimitError::TooManyRequests { limit: 3, retry_after: Duration::from_secs(40) });
+    assert_eq!(
+        refused,
+        KeyLimitError::TooManyRequests {
+            limit: 3,
+            retry_after: Duration::from_secs(40)
+        }
+    );
     clock.advance(Duration::from_secs(40));
     // The two first requests left the window; the third is still in it.
     gate.admit("k", limits).await.unwrap();
@@ -45,14 +66,23 @@ async fn requests_per_minute_slide_and_report_retry_after() {
 #[tokio::test]
 async fn refused_requests_do_not_count() {
     let (gate, clock) = gate();
-    let limits = KeyLimits { max_concurrency: Some(1), requests_per_minute: Some(2) };
+    let limits = KeyLimits {
+        max_concurrency: Some(1),
+        requests_per_minute: Some(2),
+    };
     let held = gate.admit("k", limits).await.unwrap();
     for _ in 0..5 {
-        assert!(matches!(gate.admit("k", limits).await, Err(KeyLimitError::TooManyConcurrent { .. })));
+        assert!(matches!(
+            gate.admit("k", limits).await,
+            Err(KeyLimitError::TooManyConcurrent { .. })
+        ));
     }
     drop(held);
     gate.admit("k", limits).await.unwrap();
-    assert!(matches!(gate.admit("k", limits).await, Err(KeyLimitError::TooManyRequests { .. })));
+    assert!(matches!(
+        gate.admit("k", limits).await,
+        Err(KeyLimitError::TooManyRequests { .. })
+    ));
     clock.advance(RATE_WINDOW);
     gate.admit("k", limits).await.unwrap();
 }

@@ -21,7 +21,10 @@ pub(crate) struct LeaseContext {
 
 impl fmt::Debug for LeaseContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaseContext").field("state", &self.state).field("ttl", &self.ttl).finish()
+        f.debug_struct("LeaseContext")
+            .field("state", &self.state)
+            .field("ttl", &self.ttl)
+            .finish()
     }
 }
 
@@ -72,7 +75,12 @@ impl Lease {
     /// request by now); [`PoolError::State`] when the backend fails.
     pub async fn renew(&mut self) -> Result<UnixMillis, PoolError> {
         let now = self.context.clock.now();
-        match self.context.state.renew(self.grant.id, self.context.ttl, now).await? {
+        match self
+            .context
+            .state
+            .renew(self.grant.id, self.context.ttl, now)
+            .await?
+        {
             Some(expires_at) => {
                 self.grant.expires_at = expires_at;
                 Ok(expires_at)

@@ -71,6 +71,7 @@ mod dispatcher;
 mod error;
 mod key_limits;
 mod lease;
+mod lease_table;
 mod memory;
 mod outcome;
 pub mod select;
@@ -82,7 +83,9 @@ pub use account_set::AccountSet;
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use dispatcher::{DispatchConfig, DispatchRequest, Dispatcher};
 pub use error::{KeyLimitError, PoolError, StateError};
-pub use key_limits::{KeyAdmission, KeyGate, KeyLimiter, KeyLimits, KeyPermit, MemoryKeyLimiter, RATE_WINDOW};
+pub use key_limits::{
+    KeyAdmission, KeyGate, KeyLimiter, KeyLimits, KeyPermit, MemoryKeyLimiter, RATE_WINDOW,
+};
 pub use lease::Lease;
 pub use memory::MemoryPoolState;
 pub use outcome::{

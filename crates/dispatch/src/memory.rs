@@ -1,7 +1,7 @@
 //! In-memory pool state for a single gateway process.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,11 +9,16 @@ use async_trait::async_trait;
 use crate::account::{AccountId, SizeClass};
 use crate::clock::UnixMillis;
 use crate::error::StateError;
+use crate::lease_table::LeaseTable;
 use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
-use crate::select::{AccountRuntime, Selection, SelectionQuery, select};
+use crate::select::{AccountRuntime, Candidate, RankedCandidates, Selection, SelectionQuery, select};
 use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
 
 /// Pool state held in this process behind one mutex (critical sections are short and never await).
+///
+/// Accounts live in a dense table; for each ranked candidate list it has seen, the state caches
+/// the table slots of its candidates, so selection reads load and health by index without hashing
+/// account ids.
 #[derive(Debug)]
 pub struct MemoryPoolState {
     policy: CooldownPolicy,
@@ -22,16 +27,25 @@ pub struct MemoryPoolState {
 
 #[derive(Debug)]
 struct Inner {
-    accounts: HashMap<AccountId, AccountRuntime>,
-    leases: HashMap<LeaseId, LeaseRecord>,
+    slot_by_id: HashMap<AccountId, usize>,
+    runtimes: Vec<(AccountId, AccountRuntime)>,
+    slot_cache: HashMap<usize, SlotCache>,
+    leases: LeaseTable<LeaseRecord>,
     expiries: BTreeSet<(UnixMillis, LeaseId)>,
-    next_lease: u64,
     rng: fastrand::Rng,
+}
+
+/// Table slots of one candidate list, in its order. The weak reference keeps the list's address
+/// from being reused while the entry exists, so the address identifies the list.
+#[derive(Debug)]
+struct SlotCache {
+    list: Weak<RankedCandidates>,
+    slots: Vec<usize>,
 }
 
 #[derive(Debug)]
 struct LeaseRecord {
-    account: AccountId,
+    slot: usize,
     class: SizeClass,
     expires_at: UnixMillis,
 }
@@ -51,18 +65,22 @@ impl MemoryPoolState {
 
     fn with_rng(policy: CooldownPolicy, rng: fastrand::Rng) -> Self {
         let inner = Inner {
-            accounts: HashMap::new(),
-            leases: HashMap::new(),
+            slot_by_id: HashMap::new(),
+            runtimes: Vec::new(),
+            slot_cache: HashMap::new(),
+            leases: LeaseTable::default(),
             expiries: BTreeSet::new(),
-            next_lease: 1,
             rng,
         };
-        Self { policy, inner: Mutex::new(inner) }
+        Self {
+            policy,
+            inner: Mutex::new(inner),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding the lock cannot leave the maps half-updated in a harmful way
-        // (every update is a few field writes), so a poisoned lock is still usable.
+        // Every update under the lock is a few field writes that leave the maps consistent, so a
+        // lock poisoned by a panicking holder is still safe to use.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -74,6 +92,38 @@ impl Default for MemoryPoolState {
 }
 
 impl Inner {
+    fn slot_of(&mut self, id: &AccountId) -> usize {
+        if let Some(&slot) = self.slot_by_id.get(id) {
+            return slot;
+        }
+        let slot = self.runtimes.len();
+        self.runtimes.push((id.clone(), AccountRuntime::default()));
+        self.slot_by_id.insert(id.clone(), slot);
+        slot
+    }
+
+    fn runtime_mut(&mut self, id: &AccountId) -> Option<&mut AccountRuntime> {
+        let slot = self.slot_of(id);
+        self.runtimes.get_mut(slot).map(|(_, runtime)| runtime)
+    }
+
+    /// The cache key of `list`, filling the cache on first sight.
+    fn cache_slots(&mut self, list: &Arc<RankedCandidates>) -> usize {
+        let key = Arc::as_ptr(list).addr();
+        if !self.slot_cache.contains_key(&key) {
+            let slots = list.entries().iter().map(|c| self.slot_of(&c.id)).collect();
+            self.slot_cache.retain(|_, cached| cached.list.strong_count() > 0);
+            self.slot_cache.insert(
+                key,
+                SlotCache {
+                    list: Arc::downgrade(list),
+                    slots,
+                },
+            );
+        }
+        key
+    }
+
     fn purge_expired(&mut self, now: UnixMillis) {
         while let Some(&(expires_at, id)) = self.expiries.first() {
             if expires_at > now {
@@ -84,9 +134,11 @@ impl Inner {
     }
 
     fn release(&mut self, id: LeaseId) {
-        let Some(record) = self.leases.remove(&id) else { return };
+        let Some(record) = self.leases.remove(id) else {
+            return;
+        };
         self.expiries.remove(&(record.expires_at, id));
-        if let Some(runtime) = self.accounts.get_mut(&record.account) {
+        if let Some((_, runtime)) = self.runtimes.get_mut(record.slot) {
             let count = runtime.in_flight.get_mut(record.class);
             *count = count.saturating_sub(1);
         }
@@ -100,35 +152,57 @@ impl Inner {
             now: request.now,
             exclude: &request.exclude,
         };
-        let accounts = &self.accounts;
-        let selection = select(&request.candidates, &query, |id| accounts.get(id), self.rng.u64(..));
-        let index = match selection {
+        let random = self.rng.u64(..);
+        let key = self.cache_slots(&request.candidates);
+        let Some(cached) = self.slot_cache.get(&key) else {
+            return Acquire::Unavailable;
+        };
+        let runtimes = &self.runtimes;
+        let lookup = |index: usize, _: &Candidate| {
+            let slot = cached.slots.get(index)?;
+            runtimes.get(*slot).map(|(_, runtime)| runtime)
+        };
+        let index = match select(&request.candidates, &query, lookup, random) {
             Selection::Selected(index) => index,
             Selection::Busy => return Acquire::Busy,
             Selection::CoolingDown { earliest_reset } => return Acquire::CoolingDown { earliest_reset },
             Selection::Unavailable => return Acquire::Unavailable,
         };
-        let Some(candidate) = request.candidates.entries().get(index) else {
+        let (Some(candidate), Some(&slot)) =
+            (request.candidates.entries().get(index), cached.slots.get(index))
+        else {
             return Acquire::Unavailable;
         };
-        let count = self.accounts.entry(candidate.id.clone()).or_default().in_flight.get_mut(request.class);
-        *count = count.saturating_add(1);
-        let id = LeaseId(self.next_lease);
-        self.next_lease = self.next_lease.wrapping_add(1);
         let expires_at = request.now.plus(request.lease_ttl);
-        let record = LeaseRecord { account: candidate.id.clone(), class: request.class, expires_at };
-        self.leases.insert(id, record);
+        let Some(id) = self.leases.insert(LeaseRecord {
+            slot,
+            class: request.class,
+            expires_at,
+        }) else {
+            return Acquire::Busy;
+        };
         self.expiries.insert((expires_at, id));
-        Acquire::Granted(LeaseGrant { id, account: candidate.id.clone(), class: request.class, expires_at })
+        if let Some((_, runtime)) = self.runtimes.get_mut(slot) {
+            let count = runtime.in_flight.get_mut(request.class);
+            *count = count.saturating_add(1);
+        }
+        Acquire::Granted(LeaseGrant {
+            id,
+            account: candidate.id.clone(),
+            class: request.class,
+            expires_at,
+        })
     }
 
     fn renew(&mut self, id: LeaseId, ttl: Duration, now: UnixMillis) -> Option<UnixMillis> {
         self.purge_expired(now);
-        let record = self.leases.get_mut(&id)?;
-        self.expiries.remove(&(record.expires_at, id));
+        let record = self.leases.get_mut(id)?;
+        let old = record.expires_at;
         record.expires_at = now.plus(ttl);
-        self.expiries.insert((record.expires_at, id));
-        Some(record.expires_at)
+        let new = record.expires_at;
+        self.expiries.remove(&(old, id));
+        self.expiries.insert((new, id));
+        Some(new)
     }
 }
 
@@ -142,18 +216,31 @@ impl PoolState for MemoryPoolState {
         self.lock().release(lease);
     }
 
-    async fn renew(&self, lease: LeaseId, ttl: Duration, now: UnixMillis) -> Result<Option<UnixMillis>, StateError> {
+    async fn renew(
+        &self,
+        lease: LeaseId,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError> {
         Ok(self.lock().renew(lease, ttl, now))
     }
 
-    async fn record_outcome(&self, account: &AccountId, outcome: &Outcome, now: UnixMillis) -> Result<(), StateError> {
-        let mut inner = self.lock();
-        inner.accounts.entry(account.clone()).or_default().health.apply(outcome, &self.policy, now);
+    async fn record_outcome(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+    ) -> Result<(), StateError> {
+        if let Some(runtime) = self.lock().runtime_mut(account) {
+            runtime.health.apply(outcome, &self.policy, now);
+        }
         Ok(())
     }
 
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
-        if let Some(runtime) = self.lock().accounts.get_mut(account) {
+        let mut inner = self.lock();
+        let slot = inner.slot_by_id.get(account).copied();
+        if let Some((_, runtime)) = slot.and_then(|slot| inner.runtimes.get_mut(slot)) {
             let old = std::mem::take(&mut runtime.health);
             runtime.health = AccountHealth {
                 successes: old.successes,
@@ -168,6 +255,6 @@ impl PoolState for MemoryPoolState {
     async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
         let mut inner = self.lock();
         inner.purge_expired(now);
-        Ok(inner.accounts.clone())
+        Ok(inner.runtimes.iter().cloned().collect())
     }
 }

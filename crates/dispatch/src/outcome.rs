@@ -37,8 +37,8 @@ pub enum Outcome {
         /// Why, for the operator (never a secret).
         reason: String,
     },
-    /// 403. A JSON body comes from the upstream itself (short cooldown; repeated ones disable the
-    /// account); an HTML page comes from a proxy in front of it and is not held against the account.
+    /// HTTP 403. A JSON body comes from the upstream itself: short cooldown, and repeated ones disable
+    /// the account. An HTML page comes from a proxy in front of it: not held against the account.
     Forbidden {
         /// Whether the body was JSON.
         json_body: bool,
@@ -173,7 +173,10 @@ impl AccountHealth {
     pub fn blocked_until(&self, image: bool, now: UnixMillis) -> Option<UnixMillis> {
         let all = self.cooldown_all.as_ref().map(|c| c.until).filter(|&u| u > now);
         let images = if image {
-            self.cooldown_images.as_ref().map(|c| c.until).filter(|&u| u > now)
+            self.cooldown_images
+                .as_ref()
+                .map(|c| c.until)
+                .filter(|&u| u > now)
         } else {
             None
         };
@@ -199,7 +202,10 @@ impl AccountHealth {
                 let (until, reason) = match reset_at {
                     Some(reset) => {
                         let until = (*reset).max(now.plus(policy.min_reset_cooldown));
-                        (until, format!("rate limited until the upstream reset ({})", reset.0))
+                        (
+                            until,
+                            format!("rate limited until the upstream reset ({})", reset.0),
+                        )
                     }
                     None => {
                         let backoff = rate_limit_backoff(policy, self.rate_limit_streak);
@@ -215,24 +221,49 @@ impl AccountHealth {
                     LimitScope::All => &mut self.cooldown_all,
                     LimitScope::ImagesOnly => &mut self.cooldown_images,
                 };
-                extend(slot, Cooldown { until, kind: CooldownKind::RateLimited, reason: reason.clone() }, now);
+                extend(
+                    slot,
+                    Cooldown {
+                        until,
+                        kind: CooldownKind::RateLimited,
+                        reason: reason.clone(),
+                    },
+                    now,
+                );
                 self.fail(now, reason);
             }
             Outcome::AuthFailed { reason } => {
-                self.status = AccountStatus::Error { reason: reason.clone() };
+                self.status = AccountStatus::Error {
+                    reason: reason.clone(),
+                };
                 self.fail(now, format!("authentication failed: {reason}"));
             }
-            Outcome::Forbidden { json_body: false, detail } => {
-                self.fail(now, format!("HTML 403 from a proxy, not held against the account: {detail}"));
+            Outcome::Forbidden {
+                json_body: false,
+                detail,
+            } => {
+                self.fail(
+                    now,
+                    format!("HTML 403 from a proxy, not held against the account: {detail}"),
+                );
             }
-            Outcome::Forbidden { json_body: true, detail } => {
+            Outcome::Forbidden {
+                json_body: true,
+                detail,
+            } => {
                 self.forbidden_streak = self.forbidden_streak.saturating_add(1);
                 let message = format!("403 from upstream ({} in a row): {detail}", self.forbidden_streak);
                 if self.forbidden_streak >= policy.forbidden_disable_after {
-                    self.status = AccountStatus::Disabled { reason: message.clone() };
+                    self.status = AccountStatus::Disabled {
+                        reason: message.clone(),
+                    };
                 } else {
                     let until = now.plus(policy.forbidden_cooldown);
-                    let cooldown = Cooldown { until, kind: CooldownKind::Forbidden, reason: message.clone() };
+                    let cooldown = Cooldown {
+                        until,
+                        kind: CooldownKind::Forbidden,
+                        reason: message.clone(),
+                    };
                     extend(&mut self.cooldown_all, cooldown, now);
                 }
                 self.fail(now, message);
@@ -243,7 +274,15 @@ impl AccountHealth {
                 if self.transient_streak >= policy.breaker_after {
                     let until = now.plus(policy.breaker_cooldown);
                     let reason = format!("circuit breaker open after {message}");
-                    extend(&mut self.cooldown_all, Cooldown { until, kind: CooldownKind::CircuitOpen, reason }, now);
+                    extend(
+                        &mut self.cooldown_all,
+                        Cooldown {
+                            until,
+                            kind: CooldownKind::CircuitOpen,
+                            reason,
+                        },
+                        now,
+                    );
                 }
                 self.fail(now, message);
             }
@@ -263,12 +302,17 @@ impl AccountHealth {
 pub fn rate_limit_backoff(policy: &CooldownPolicy, streak: u32) -> Duration {
     let doublings = streak.saturating_sub(1).min(32);
     let factor = 1u32.checked_shl(doublings).unwrap_or(u32::MAX);
-    policy.rate_limit_base.saturating_mul(factor).min(policy.rate_limit_cap)
+    policy
+        .rate_limit_base
+        .saturating_mul(factor)
+        .min(policy.rate_limit_cap)
 }
 
 /// Puts `new` in `slot` unless a cooldown still in force there lasts at least as long.
 fn extend(slot: &mut Option<Cooldown>, new: Cooldown, now: UnixMillis) {
-    let keep = slot.as_ref().is_some_and(|old| old.until > now && old.until >= new.until);
+    let keep = slot
+        .as_ref()
+        .is_some_and(|old| old.until > now && old.until >= new.until);
     if !keep {
         *slot = Some(new);
     }

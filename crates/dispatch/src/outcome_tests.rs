@@ -22,7 +22,11 @@ fn burst_429_with_reset_cools_only_until_that_reset() {
     health.apply(&rate_limited(Some(reset), LimitScope::All), &policy, T0);
     assert_eq!(health.blocked_until(false, T0), Some(reset));
     assert_eq!(health.blocked_until(true, T0.plus(secs(41))), Some(reset));
-    assert_eq!(health.blocked_until(true, reset), None, "usable again at the reset");
+    assert_eq!(
+        health.blocked_until(true, reset),
+        None,
+        "usable again at the reset"
+    );
     assert_eq!(health.failures, 1);
 }
 
@@ -31,7 +35,10 @@ fn reset_in_the_past_still_cools_for_the_minimum() {
     let policy = CooldownPolicy::default();
     let mut health = AccountHealth::default();
     health.apply(&rate_limited(Some(UnixMillis(5)), LimitScope::All), &policy, T0);
-    assert_eq!(health.blocked_until(false, T0), Some(T0.plus(policy.min_reset_cooldown)));
+    assert_eq!(
+        health.blocked_until(false, T0),
+        Some(T0.plus(policy.min_reset_cooldown))
+    );
 }
 
 #[test]
@@ -78,7 +85,14 @@ fn html_403_is_no_penalty() {
     let policy = CooldownPolicy::default();
     let mut health = AccountHealth::default();
     for _ in 0..10 {
-        health.apply(&Outcome::Forbidden { json_body: false, detail: "cf".into() }, &policy, T0);
+        health.apply(
+            &Outcome::Forbidden {
+                json_body: false,
+                detail: "cf".into(),
+            },
+            &policy,
+            T0,
+        );
     }
     assert_eq!(health.blocked_until(true, T0), None);
     assert!(health.is_usable());
@@ -91,9 +105,15 @@ fn html_403_is_no_penalty() {
 fn json_403_cools_briefly_and_repeats_disable() {
     let policy = CooldownPolicy::default();
     let mut health = AccountHealth::default();
-    let forbidden = Outcome::Forbidden { json_body: true, detail: "account deactivated".into() };
+    let forbidden = Outcome::Forbidden {
+        json_body: true,
+        detail: "account deactivated".into(),
+    };
     health.apply(&forbidden, &policy, T0);
-    assert_eq!(health.blocked_until(false, T0), Some(T0.plus(policy.forbidden_cooldown)));
+    assert_eq!(
+        health.blocked_until(false, T0),
+        Some(T0.plus(policy.forbidden_cooldown))
+    );
     assert!(health.is_usable());
     health.apply(&forbidden, &policy, T0);
     assert!(health.is_usable());
@@ -108,7 +128,10 @@ fn json_403_cools_briefly_and_repeats_disable() {
 fn success_between_json_403s_restarts_the_count() {
     let policy = CooldownPolicy::default();
     let mut health = AccountHealth::default();
-    let forbidden = Outcome::Forbidden { json_body: true, detail: "x".into() };
+    let forbidden = Outcome::Forbidden {
+        json_body: true,
+        detail: "x".into(),
+    };
     health.apply(&forbidden, &policy, T0);
     health.apply(&forbidden, &policy, T0);
     health.apply(&Outcome::Success, &policy, T0);
@@ -121,8 +144,19 @@ fn success_between_json_403s_restarts_the_count() {
 fn auth_failure_sets_error_status_with_reason() {
     let policy = CooldownPolicy::default();
     let mut health = AccountHealth::default();
-    health.apply(&Outcome::AuthFailed { reason: "refresh token revoked".into() }, &policy, T0);
-    assert_eq!(health.status, AccountStatus::Error { reason: "refresh token revoked".into() });
+    health.apply(
+        &Outcome::AuthFailed {
+            reason: "refresh token revoked".into(),
+        },
+        &policy,
+        T0,
+    );
+    assert_eq!(
+        health.status,
+        AccountStatus::Error {
+            reason: "refresh token revoked".into()
+        }
+    );
     health.apply(&Outcome::Success, &policy, T0);
     assert!(!health.is_usable(), "only an operator clears an auth error");
 }
@@ -133,10 +167,20 @@ fn transient_streak_opens_the_breaker_and_success_closes_it() {
     let mut health = AccountHealth::default();
     health.apply(&transient(), &policy, T0);
     health.apply(&transient(), &policy, T0);
-    assert_eq!(health.blocked_until(false, T0), None, "two failures keep the breaker closed");
+    assert_eq!(
+        health.blocked_until(false, T0),
+        None,
+        "two failures keep the breaker closed"
+    );
     health.apply(&transient(), &policy, T0);
-    assert_eq!(health.blocked_until(false, T0), Some(T0.plus(policy.breaker_cooldown)));
-    assert_eq!(health.cooldown_all.as_ref().unwrap().kind, CooldownKind::CircuitOpen);
+    assert_eq!(
+        health.blocked_until(false, T0),
+        Some(T0.plus(policy.breaker_cooldown))
+    );
+    assert_eq!(
+        health.cooldown_all.as_ref().unwrap().kind,
+        CooldownKind::CircuitOpen
+    );
     health.apply(&Outcome::Success, &policy, T0);
     assert_eq!(health.blocked_until(false, T0), None);
     assert_eq!(health.transient_streak, 0);
@@ -152,7 +196,10 @@ fn half_open_breaker_reopens_on_the_next_failure() {
     let later = T0.plus(policy.breaker_cooldown);
     assert_eq!(health.blocked_until(false, later), None);
     health.apply(&transient(), &policy, later);
-    assert_eq!(health.blocked_until(false, later), Some(later.plus(policy.breaker_cooldown)));
+    assert_eq!(
+        health.blocked_until(false, later),
+        Some(later.plus(policy.breaker_cooldown))
+    );
 }
 
 #[test]

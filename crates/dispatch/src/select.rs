@@ -31,7 +31,12 @@ impl Candidate {
     /// The candidate for a spec.
     #[must_use]
     pub fn from_spec(spec: &AccountSpec) -> Self {
-        Self { id: spec.id.clone(), tier_rank: spec.tier.rank(), priority: spec.priority, limits: spec.limits }
+        Self {
+            id: spec.id.clone(),
+            tier_rank: spec.tier.rank(),
+            priority: spec.priority,
+            limits: spec.limits,
+        }
     }
 }
 
@@ -47,7 +52,9 @@ impl RankedCandidates {
     #[must_use]
     pub fn new(mut entries: Vec<Candidate>) -> Self {
         entries.sort_by(|a, b| {
-            (b.tier_rank, b.priority).cmp(&(a.tier_rank, a.priority)).then_with(|| a.id.cmp(&b.id))
+            (b.tier_rank, b.priority)
+                .cmp(&(a.tier_rank, a.priority))
+                .then_with(|| a.id.cmp(&b.id))
         });
         let mut band_ends = Vec::new();
         for (index, pair) in entries.windows(2).enumerate() {
@@ -169,12 +176,13 @@ pub enum Selection {
     Unavailable,
 }
 
-/// Picks an account for `query` among `ranked`; `lookup` gives an account's runtime state (none
-/// means idle and healthy); `random` seeds the tie-breaks.
+/// Picks an account for `query` among `ranked`; `lookup` gives the runtime state of the candidate
+/// at an index of [`RankedCandidates::entries`] (none means idle and healthy); `random` seeds the
+/// tie-breaks.
 pub fn select<'s>(
     ranked: &RankedCandidates,
     query: &SelectionQuery<'_>,
-    lookup: impl Fn(&AccountId) -> Option<&'s AccountRuntime>,
+    lookup: impl Fn(usize, &Candidate) -> Option<&'s AccountRuntime>,
     random: u64,
 ) -> Selection {
     let mut rng = SplitMix(random);
@@ -182,17 +190,23 @@ pub fn select<'s>(
     let mut earliest_reset: Option<UnixMillis> = None;
     let idle = AccountRuntime::default();
     for (start, end) in ranked.bands() {
-        let Some(band) = ranked.entries.get(start..end) else { continue };
+        let Some(band) = ranked.entries.get(start..end) else {
+            continue;
+        };
         let offset = usize::try_from(rng.next() % band.len().max(1) as u64).unwrap_or(0);
         let mut best: Option<(usize, Load)> = None;
         let mut ties = 0u64;
-        let rotated = band.iter().enumerate().skip(offset).chain(band.iter().enumerate().take(offset));
+        let rotated = band
+            .iter()
+            .enumerate()
+            .skip(offset)
+            .chain(band.iter().enumerate().take(offset));
         for (position, candidate) in rotated {
             let limit = candidate.limits.for_class(query.class);
             if limit == 0 || (!query.exclude.is_empty() && query.exclude.contains(&candidate.id)) {
                 continue;
             }
-            let runtime = lookup(&candidate.id).unwrap_or(&idle);
+            let runtime = lookup(start + position, candidate).unwrap_or(&idle);
             if !runtime.health.is_usable() {
                 continue;
             }
@@ -208,7 +222,11 @@ pub fn select<'s>(
             if runtime.in_flight.total() == 0 {
                 return Selection::Selected(start + position);
             }
-            let load = Load { used, limit, total: runtime.in_flight.total() };
+            let load = Load {
+                used,
+                limit,
+                total: runtime.in_flight.total(),
+            };
             match &best {
                 Some((_, current)) if load.cmp_to(current).is_gt() => {}
                 Some((_, current)) if load.cmp_to(current).is_eq() => {

@@ -12,7 +12,12 @@ fn ranked(specs: &[AccountSpec]) -> RankedCandidates {
 }
 
 fn query(class: SizeClass, image: bool) -> SelectionQuery<'static> {
-    SelectionQuery { class, image, now: NOW, exclude: &[] }
+    SelectionQuery {
+        class,
+        image,
+        now: NOW,
+        exclude: &[],
+    }
 }
 
 fn picked(ranked: &RankedCandidates, selection: Selection) -> &str {
@@ -23,11 +28,18 @@ fn picked(ranked: &RankedCandidates, selection: Selection) -> &str {
 }
 
 fn busy(large: u32, standard: u32) -> AccountRuntime {
-    AccountRuntime { in_flight: ClassCounts { large, standard }, ..AccountRuntime::default() }
+    AccountRuntime {
+        in_flight: ClassCounts { large, standard },
+        ..AccountRuntime::default()
+    }
 }
 
 fn cooling(until: UnixMillis, images_only: bool) -> AccountRuntime {
-    let cooldown = Cooldown { until, kind: CooldownKind::RateLimited, reason: "429".into() };
+    let cooldown = Cooldown {
+        until,
+        kind: CooldownKind::RateLimited,
+        reason: "429".into(),
+    };
     let mut runtime = AccountRuntime::default();
     if images_only {
         runtime.health.cooldown_images = Some(cooldown);
@@ -50,7 +62,10 @@ fn bands_group_equal_tier_and_priority_best_first() {
     ]);
     let ids: Vec<&str> = r.entries().iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, vec!["pro-hi", "pro-a", "pro-b", "team", "free"]);
-    assert_eq!(r.bands().collect::<Vec<_>>(), vec![(0, 1), (1, 3), (3, 4), (4, 5)]);
+    assert_eq!(
+        r.bands().collect::<Vec<_>>(),
+        vec![(0, 1), (1, 3), (3, 4), (4, 5)]
+    );
 }
 
 #[test]
@@ -60,7 +75,7 @@ fn higher_tier_wins_over_priority_and_load() {
         AccountSpec::new("pro", Tier::Pro, &["g"]),
     ]);
     let state = HashMap::from([(AccountId::new("pro"), busy(0, 3))]);
-    let s = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 7);
+    let s = select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 7);
     assert_eq!(picked(&r, s), "pro");
 }
 
@@ -77,57 +92,104 @@ fn least_loaded_within_a_band() {
         (AccountId::new("c"), busy(0, 2)),
     ]);
     for seed in 0..50 {
-        let s = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), seed);
+        let s = select(
+            &r,
+            &query(SizeClass::Standard, true),
+            |_, c| state.get(&c.id),
+            seed,
+        );
         assert_eq!(picked(&r, s), "b");
     }
 }
 
 #[test]
 fn ties_are_broken_at_random() {
-    let specs: Vec<_> = ["a", "b", "c", "d"].iter().map(|id| AccountSpec::new(id, Tier::Pro, &["g"])).collect();
+    let specs: Vec<_> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|id| AccountSpec::new(id, Tier::Pro, &["g"]))
+        .collect();
     let r = ranked(&specs);
     let idle: HashMap<AccountId, AccountRuntime> = HashMap::new();
     let loaded: HashMap<AccountId, AccountRuntime> =
         r.entries().iter().map(|c| (c.id.clone(), busy(0, 1))).collect();
     for state in [idle, loaded] {
         let seen: HashSet<&str> = (0..200)
-            .map(|seed| picked(&r, select(&r, &query(SizeClass::Standard, true), |id| state.get(id), seed)))
+            .map(|seed| {
+                picked(
+                    &r,
+                    select(
+                        &r,
+                        &query(SizeClass::Standard, true),
+                        |_, c| state.get(&c.id),
+                        seed,
+                    ),
+                )
+            })
             .collect();
-        assert_eq!(seen.len(), 4, "every tied account gets picked sometimes: {seen:?}");
+        assert_eq!(
+            seen.len(),
+            4,
+            "every tied account gets picked sometimes: {seen:?}"
+        );
     }
 }
 
 #[test]
 fn full_account_is_skipped_and_all_full_is_busy() {
-    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Free, &["g"])]);
+    let r = ranked(&[
+        AccountSpec::new("a", Tier::Pro, &["g"]),
+        AccountSpec::new("b", Tier::Free, &["g"]),
+    ]);
     let mut state = HashMap::from([(AccountId::new("a"), busy(1, 0))]);
-    let s = select(&r, &query(SizeClass::Large, true), |id| state.get(id), 1);
+    let s = select(&r, &query(SizeClass::Large, true), |_, c| state.get(&c.id), 1);
     assert_eq!(picked(&r, s), "b");
-    let s = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 1);
+    let s = select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 1);
     assert_eq!(picked(&r, s), "a", "large and standard limits are separate");
     state.insert(AccountId::new("b"), busy(1, 0));
-    assert_eq!(select(&r, &query(SizeClass::Large, true), |id| state.get(id), 1), Selection::Busy);
+    assert_eq!(
+        select(&r, &query(SizeClass::Large, true), |_, c| state.get(&c.id), 1),
+        Selection::Busy
+    );
 }
 
 #[test]
 fn cooling_accounts_are_skipped_and_report_the_earliest_reset() {
-    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Pro, &["g"])]);
+    let r = ranked(&[
+        AccountSpec::new("a", Tier::Pro, &["g"]),
+        AccountSpec::new("b", Tier::Pro, &["g"]),
+    ]);
     let a_until = NOW.plus(Duration::from_secs(50));
     let b_until = NOW.plus(Duration::from_secs(20));
-    let state =
-        HashMap::from([(AccountId::new("a"), cooling(a_until, false)), (AccountId::new("b"), cooling(b_until, false))]);
-    let s = select(&r, &query(SizeClass::Standard, false), |id| state.get(id), 3);
-    assert_eq!(s, Selection::CoolingDown { earliest_reset: b_until });
+    let state = HashMap::from([
+        (AccountId::new("a"), cooling(a_until, false)),
+        (AccountId::new("b"), cooling(b_until, false)),
+    ]);
+    let s = select(&r, &query(SizeClass::Standard, false), |_, c| state.get(&c.id), 3);
+    assert_eq!(
+        s,
+        Selection::CoolingDown {
+            earliest_reset: b_until
+        }
+    );
 }
 
 #[test]
 fn busy_wins_over_cooling() {
-    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"]), AccountSpec::new("b", Tier::Pro, &["g"])]);
+    let r = ranked(&[
+        AccountSpec::new("a", Tier::Pro, &["g"]),
+        AccountSpec::new("b", Tier::Pro, &["g"]),
+    ]);
     let state = HashMap::from([
-        (AccountId::new("a"), cooling(NOW.plus(Duration::from_secs(9)), false)),
+        (
+            AccountId::new("a"),
+            cooling(NOW.plus(Duration::from_secs(9)), false),
+        ),
         (AccountId::new("b"), busy(1, 0)),
     ]);
-    assert_eq!(select(&r, &query(SizeClass::Large, true), |id| state.get(id), 3), Selection::Busy);
+    assert_eq!(
+        select(&r, &query(SizeClass::Large, true), |_, c| state.get(&c.id), 3),
+        Selection::Busy
+    );
 }
 
 #[test]
@@ -135,9 +197,14 @@ fn images_only_cooldown_spares_other_requests() {
     let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"])]);
     let until = NOW.plus(Duration::from_secs(60));
     let state = HashMap::from([(AccountId::new("a"), cooling(until, true))]);
-    let image = select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 0);
-    assert_eq!(image, Selection::CoolingDown { earliest_reset: until });
-    let text = select(&r, &query(SizeClass::Standard, false), |id| state.get(id), 0);
+    let image = select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 0);
+    assert_eq!(
+        image,
+        Selection::CoolingDown {
+            earliest_reset: until
+        }
+    );
+    let text = select(&r, &query(SizeClass::Standard, false), |_, c| state.get(&c.id), 0);
     assert_eq!(picked(&r, text), "a");
 }
 
@@ -149,19 +216,38 @@ fn errored_excluded_and_zero_limit_accounts_are_unavailable() {
         AccountSpec::new("no-large", Tier::Pro, &["g"]).with_limits(0, 4),
     ]);
     let mut errored = AccountRuntime::default();
-    errored.health.status = AccountStatus::Error { reason: "revoked".into() };
+    errored.health.status = AccountStatus::Error {
+        reason: "revoked".into(),
+    };
     let state = HashMap::from([(AccountId::new("err"), errored)]);
     let exclude = [AccountId::new("tried")];
-    let q = SelectionQuery { class: SizeClass::Large, image: true, now: NOW, exclude: &exclude };
-    assert_eq!(select(&r, &q, |id| state.get(id), 0), Selection::Unavailable);
-    let q = SelectionQuery { class: SizeClass::Standard, ..q };
-    assert_eq!(picked(&r, select(&r, &q, |id| state.get(id), 0)), "no-large");
-    assert_eq!(select(&RankedCandidates::default(), &q, |id| state.get(id), 0), Selection::Unavailable);
+    let q = SelectionQuery {
+        class: SizeClass::Large,
+        image: true,
+        now: NOW,
+        exclude: &exclude,
+    };
+    assert_eq!(select(&r, &q, |_, c| state.get(&c.id), 0), Selection::Unavailable);
+    let q = SelectionQuery {
+        class: SizeClass::Standard,
+        ..q
+    };
+    assert_eq!(picked(&r, select(&r, &q, |_, c| state.get(&c.id), 0)), "no-large");
+    assert_eq!(
+        select(&RankedCandidates::default(), &q, |_, c| state.get(&c.id), 0),
+        Selection::Unavailable
+    );
 }
 
 #[test]
 fn expired_cooldown_no_longer_blocks() {
     let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"])]);
     let state = HashMap::from([(AccountId::new("a"), cooling(NOW, false))]);
-    assert_eq!(picked(&r, select(&r, &query(SizeClass::Standard, true), |id| state.get(id), 0)), "a");
+    assert_eq!(
+        picked(
+            &r,
+            select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 0)
+        ),
+        "a"
+    );
 }

@@ -65,12 +65,20 @@ impl AccountSnapshot {
         let idle = AccountRuntime::default();
         let runtime = runtime.unwrap_or(&idle);
         let health = &runtime.health;
-        let scoped = [(LimitScope::All, &health.cooldown_all), (LimitScope::ImagesOnly, &health.cooldown_images)];
+        let scoped = [
+            (LimitScope::All, &health.cooldown_all),
+            (LimitScope::ImagesOnly, &health.cooldown_images),
+        ];
         let cooldowns = scoped
             .into_iter()
             .filter_map(|(scope, cooldown)| {
                 let cooldown = cooldown.as_ref().filter(|c| c.until > now)?;
-                Some(CooldownView { scope, until: cooldown.until, kind: cooldown.kind, reason: cooldown.reason.clone() })
+                Some(CooldownView {
+                    scope,
+                    until: cooldown.until,
+                    kind: cooldown.kind,
+                    reason: cooldown.reason.clone(),
+                })
             })
             .collect();
         Self {

@@ -89,10 +89,20 @@ pub trait PoolState: Send + Sync + fmt::Debug {
     fn release_detached(&self, lease: LeaseId);
 
     /// Extends a lease to `now + ttl`; `None` when it already expired or was released.
-    async fn renew(&self, lease: LeaseId, ttl: Duration, now: UnixMillis) -> Result<Option<UnixMillis>, StateError>;
+    async fn renew(
+        &self,
+        lease: LeaseId,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError>;
 
     /// Applies the outcome rules to `account`.
-    async fn record_outcome(&self, account: &AccountId, outcome: &Outcome, now: UnixMillis) -> Result<(), StateError>;
+    async fn record_outcome(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+    ) -> Result<(), StateError>;
 
     /// Clears cooldowns, streaks and error status of `account` (operator action); load, success
     /// and failure counts and the last error are kept.

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use futures::executor::block_on;
 use imagegate_dispatch::{
-    AccountSpec, Clock, CooldownPolicy, DispatchConfig, DispatchRequest, Dispatcher, GroupId, Lease, ManualClock,
-    MemoryPoolState, PoolError, SizeClass, UnixMillis,
+    AccountSpec, Clock, CooldownPolicy, DispatchConfig, DispatchRequest, Dispatcher, GroupId, Lease,
+    ManualClock, MemoryPoolState, PoolError, SizeClass, UnixMillis,
 };
 use model::{Model, Op, Verdict};
 use proptest::prelude::*;
@@ -34,26 +34,49 @@ impl Harness {
     fn new(specs: Vec<AccountSpec>, seed: u64) -> Self {
         let clock = Arc::new(ManualClock::new(UnixMillis(1_000_000_000)));
         let state = Arc::new(MemoryPoolState::with_seed(CooldownPolicy::default(), seed));
-        let config = DispatchConfig { max_wait: Duration::ZERO, lease_ttl: TTL, ..DispatchConfig::default() };
+        let config = DispatchConfig {
+            max_wait: Duration::ZERO,
+            lease_ttl: TTL,
+            ..DispatchConfig::default()
+        };
         let pool = Dispatcher::new(state, clock.clone(), config);
         pool.replace_accounts(specs.clone());
         let model = Model::new(specs.clone(), CooldownPolicy::default(), TTL);
-        Self { pool, clock, specs, held: Vec::new(), model }
+        Self {
+            pool,
+            clock,
+            specs,
+            held: Vec::new(),
+            model,
+        }
     }
 
     fn step(&mut self, op: &Op) {
         let now = self.clock.now();
         match op {
             Op::Acquire { group, large, image } => {
-                let class = if *large { SizeClass::Large } else { SizeClass::Standard };
+                let class = if *large {
+                    SizeClass::Large
+                } else {
+                    SizeClass::Standard
+                };
                 let group = GroupId::new(&format!("g{group}"));
-                let request = DispatchRequest { group: group.clone(), class, image: *image, exclude: Vec::new() };
+                let request = DispatchRequest {
+                    group: group.clone(),
+                    class,
+                    image: *image,
+                    exclude: Vec::new(),
+                };
                 let result = block_on(self.pool.try_acquire(&request));
                 let verdict = self.model.acquire(&group, class, *image, now);
                 match (result, verdict) {
                     (Ok(lease), Verdict::Grant(allowed)) => {
                         let index = self.model.index_of(lease.account());
-                        assert!(allowed.contains(&index), "picked {} not among best {allowed:?}", lease.account());
+                        assert!(
+                            allowed.contains(&index),
+                            "picked {} not among best {allowed:?}",
+                            lease.account()
+                        );
                         let model_lease = self.model.grant(index, class, now);
                         assert_eq!(lease.expires_at(), now.plus(TTL));
                         self.held.push((lease, model_lease));
@@ -64,7 +87,10 @@ impl Harness {
                         assert_eq!(earliest_reset, expected);
                     }
                     (result, verdict) => {
-                        panic!("pool said {:?}, model said {verdict:?}", result.map(|l| l.account().clone()))
+                        panic!(
+                            "pool said {:?}, model said {verdict:?}",
+                            result.map(|l| l.account().clone())
+                        )
                     }
                 }
             }
@@ -118,9 +144,22 @@ impl Harness {
             let index = self.model.index_of(&account.id);
             let expected = self.model.view(index, now);
             assert!(account.in_flight.large <= account.limits.large, "{account:?}");
-            assert!(account.in_flight.standard <= account.limits.standard, "{account:?}");
-            assert_eq!((account.in_flight.large, account.in_flight.standard), expected.in_flight, "{}", account.id);
-            assert_eq!(account.status == Default::default(), expected.usable, "{}", account.id);
+            assert!(
+                account.in_flight.standard <= account.limits.standard,
+                "{account:?}"
+            );
+            assert_eq!(
+                (account.in_flight.large, account.in_flight.standard),
+                expected.in_flight,
+                "{}",
+                account.id
+            );
+            assert_eq!(
+                account.status == Default::default(),
+                expected.usable,
+                "{}",
+                account.id
+            );
             let mut cooldowns: Vec<_> = account.cooldowns.iter().map(|c| (c.scope, c.until)).collect();
             cooldowns.sort_by_key(|(scope, _)| *scope as u8);
             assert_eq!(cooldowns, expected.cooldowns, "{}", account.id);

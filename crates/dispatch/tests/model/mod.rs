@@ -25,9 +25,14 @@ pub enum Op {
 #[derive(Debug, Clone)]
 pub enum OutcomeKind {
     Success,
-    RateLimited { reset_in: Option<u64>, images_only: bool },
+    RateLimited {
+        reset_in: Option<u64>,
+        images_only: bool,
+    },
     AuthFailed,
-    Forbidden { json: bool },
+    Forbidden {
+        json: bool,
+    },
     Transient,
     Invalid,
 }
@@ -36,13 +41,27 @@ impl OutcomeKind {
     pub fn to_outcome(&self, now: UnixMillis) -> Outcome {
         match self {
             Self::Success => Outcome::Success,
-            Self::RateLimited { reset_in, images_only } => Outcome::RateLimited {
+            Self::RateLimited {
+                reset_in,
+                images_only,
+            } => Outcome::RateLimited {
                 reset_at: reset_in.map(|ms| now.plus(Duration::from_millis(ms))),
-                scope: if *images_only { LimitScope::ImagesOnly } else { LimitScope::All },
+                scope: if *images_only {
+                    LimitScope::ImagesOnly
+                } else {
+                    LimitScope::All
+                },
             },
-            Self::AuthFailed => Outcome::AuthFailed { reason: "revoked".into() },
-            Self::Forbidden { json } => Outcome::Forbidden { json_body: *json, detail: "403".into() },
-            Self::Transient => Outcome::Transient { detail: "timeout".into() },
+            Self::AuthFailed => Outcome::AuthFailed {
+                reason: "revoked".into(),
+            },
+            Self::Forbidden { json } => Outcome::Forbidden {
+                json_body: *json,
+                detail: "403".into(),
+            },
+            Self::Transient => Outcome::Transient {
+                detail: "timeout".into(),
+            },
             Self::Invalid => Outcome::Invalid,
         }
     }
@@ -51,13 +70,23 @@ impl OutcomeKind {
 /// Random account sets: up to 8 accounts in groups g0..g2 (g3 is always empty).
 pub fn specs() -> impl Strategy<Value = Vec<AccountSpec>> {
     let tiers = prop::sample::select(vec![Tier::Free, Tier::Plus, Tier::Team, Tier::Pro]);
-    let account = (tiers, 0i32..3, 0u8..8, 0u32..3, 0u32..5, prop::bool::weighted(0.85));
+    let account = (
+        tiers,
+        0i32..3,
+        0u8..8,
+        0u32..3,
+        0u32..5,
+        prop::bool::weighted(0.85),
+    );
     prop::collection::vec(account, 1..9).prop_map(|accounts| {
         accounts
             .into_iter()
             .enumerate()
             .map(|(i, (tier, priority, mask, large, standard, active))| {
-                let groups: Vec<String> = (0..3).filter(|bit| mask & (1 << bit) != 0).map(|g| format!("g{g}")).collect();
+                let groups: Vec<String> = (0..3)
+                    .filter(|bit| mask & (1 << bit) != 0)
+                    .map(|g| format!("g{g}"))
+                    .collect();
                 let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
                 AccountSpec::new(&format!("a{i}"), tier, &groups)
                     .with_priority(priority)
@@ -159,7 +188,13 @@ fn extend(slot: &mut Cool, until: UnixMillis, rate_limit: bool, now: UnixMillis)
 impl Model {
     pub fn new(specs: Vec<AccountSpec>, policy: CooldownPolicy, ttl: Duration) -> Self {
         let accounts = vec![Account::default(); specs.len()];
-        Self { specs, accounts, leases: Vec::new(), policy, ttl }
+        Self {
+            specs,
+            accounts,
+            leases: Vec::new(),
+            policy,
+            ttl,
+        }
     }
 
     pub fn index_of(&self, id: &AccountId) -> usize {
@@ -176,17 +211,29 @@ impl Model {
 
     fn limit(&self, index: usize, class: SizeClass) -> u32 {
         let limits = self.specs[index].limits;
-        if class == SizeClass::Large { limits.large } else { limits.standard }
+        if class == SizeClass::Large {
+            limits.large
+        } else {
+            limits.standard
+        }
     }
 
     fn used(&self, index: usize, class: SizeClass) -> u32 {
         let account = &self.accounts[index];
-        if class == SizeClass::Large { account.large } else { account.standard }
+        if class == SizeClass::Large {
+            account.large
+        } else {
+            account.standard
+        }
     }
 
     fn blocked_until(&self, index: usize, image: bool, now: UnixMillis) -> Option<UnixMillis> {
         let account = &self.accounts[index];
-        let images = if image { active_until(account.images, now) } else { None };
+        let images = if image {
+            active_until(account.images, now)
+        } else {
+            None
+        };
         active_until(account.all, now).max(images)
     }
 
@@ -195,18 +242,31 @@ impl Model {
         let usable: Vec<usize> = (0..self.specs.len())
             .filter(|&i| {
                 let spec = &self.specs[i];
-                spec.active && spec.groups.contains(group) && self.limit(i, class) > 0 && !self.accounts[i].broken
+                spec.active
+                    && spec.groups.contains(group)
+                    && self.limit(i, class) > 0
+                    && !self.accounts[i].broken
             })
             .collect();
-        let unblocked: Vec<usize> =
-            usable.iter().copied().filter(|&i| self.blocked_until(i, image, now).is_none()).collect();
-        let eligible: Vec<usize> =
-            unblocked.iter().copied().filter(|&i| self.used(i, class) < self.limit(i, class)).collect();
+        let unblocked: Vec<usize> = usable
+            .iter()
+            .copied()
+            .filter(|&i| self.blocked_until(i, image, now).is_none())
+            .collect();
+        let eligible: Vec<usize> = unblocked
+            .iter()
+            .copied()
+            .filter(|&i| self.used(i, class) < self.limit(i, class))
+            .collect();
         if eligible.is_empty() {
             if !unblocked.is_empty() {
                 return Verdict::Busy;
             }
-            return match usable.iter().filter_map(|&i| self.blocked_until(i, image, now)).min() {
+            return match usable
+                .iter()
+                .filter_map(|&i| self.blocked_until(i, image, now))
+                .min()
+            {
                 Some(earliest) => Verdict::Cooling(earliest),
                 None => Verdict::Unavailable,
             };
@@ -219,7 +279,11 @@ impl Model {
             let share = f64::from(self.used(i, class)) / f64::from(self.limit(i, class));
             (share, self.accounts[i].large + self.accounts[i].standard)
         };
-        let least = band.iter().map(|&i| load(i)).min_by(|a, b| a.partial_cmp(b).unwrap()).unwrap();
+        let least = band
+            .iter()
+            .map(|&i| load(i))
+            .min_by(|a, b| a.partial_cmp(b).unwrap())
+            .unwrap();
         Verdict::Grant(band.into_iter().filter(|&i| load(i) == least).collect())
     }
 
@@ -231,8 +295,16 @@ impl Model {
         } else {
             account.standard += 1;
         }
-        assert!(self.used(index, class) <= self.limit(index, class), "model granted over the limit");
-        self.leases.push(LeaseRecord { account: index, large, expires: now.plus(self.ttl), alive: true });
+        assert!(
+            self.used(index, class) <= self.limit(index, class),
+            "model granted over the limit"
+        );
+        self.leases.push(LeaseRecord {
+            account: index,
+            large,
+            expires: now.plus(self.ttl),
+            alive: true,
+        });
         self.leases.len() - 1
     }
 
@@ -281,7 +353,11 @@ impl Model {
                         now.plus(backoff.min(policy.rate_limit_cap))
                     }
                 };
-                let slot = if *scope == LimitScope::All { &mut account.all } else { &mut account.images };
+                let slot = if *scope == LimitScope::All {
+                    &mut account.all
+                } else {
+                    &mut account.images
+                };
                 extend(slot, until, true, now);
             }
             Outcome::AuthFailed { .. } => account.broken = true,
@@ -305,7 +381,11 @@ impl Model {
 
     pub fn clear(&mut self, index: usize) {
         let account = &mut self.accounts[index];
-        *account = Account { large: account.large, standard: account.standard, ..Account::default() };
+        *account = Account {
+            large: account.large,
+            standard: account.standard,
+            ..Account::default()
+        };
     }
 
     pub fn set_active(&mut self, index: usize, active: bool) {
@@ -321,6 +401,10 @@ impl Model {
         if let Some(until) = active_until(account.images, now) {
             cooldowns.push((LimitScope::ImagesOnly, until));
         }
-        View { in_flight: (account.large, account.standard), usable: !account.broken, cooldowns }
+        View {
+            in_flight: (account.large, account.standard),
+            usable: !account.broken,
+            cooldowns,
+        }
     }
 }
