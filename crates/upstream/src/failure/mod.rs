@@ -1,0 +1,222 @@
+//! Every way an upstream call can fail, classified once ([`Failure`], [`FailureKind`]), and what the
+//! client is shown for it ([`Failure::client_error`]).
+//!
+//! [`classify_response`] turns an HTTP error answer into a [`Failure`]; [`reset`] finds when a
+//! rate-limited account can be used again.
+
+mod classify;
+pub mod reset;
+
+pub use classify::{classify_error_object, classify_response, classify_transport};
+
+use imagegate_codec::ApiError;
+use imagegate_domain::ErrorKind;
+
+/// The class of a failure: what it says about the account and about the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// HTTP 429 (usage limit, rate limit, quota): the account is unusable until `reset_at_unix_ms`
+    /// (unknown when `None`). `images_only` when the limit concerns image generation only.
+    RateLimited {
+        /// When the limit resets, unix milliseconds.
+        reset_at_unix_ms: Option<u64>,
+        /// The limit concerns images only (other use of the account is not limited).
+        images_only: bool,
+    },
+    /// HTTP 401: the credential was refused.
+    Unauthorized,
+    /// HTTP 403. `json_body` is false when the answer was not an API error (e.g. an HTML page from
+    /// a proxy in front of the upstream), which says nothing about the account.
+    Forbidden {
+        /// The body was a JSON object.
+        json_body: bool,
+    },
+    /// Connection failure, connect timeout, HTTP 408/409/5xx, an HTML error page, a stream cut
+    /// short: worth trying on another account.
+    Transient,
+    /// The call's deadline passed.
+    Timeout,
+    /// The content policy refused the request (e.g. `moderation_blocked`). Shown to the client as
+    /// the upstream sent it; not the account's fault.
+    Refused,
+    /// The upstream refused the request as invalid (other 4xx with an API error). Shown to the
+    /// client as the upstream sent it; not the account's fault.
+    Invalid,
+    /// The upstream does not serve the model (e.g. `model_not_found`, "model is not supported").
+    ModelUnsupported,
+    /// HTTP 200 without an image.
+    NoImage,
+    /// An answer that does not follow the protocol (unparseable, too large, wrong content type).
+    Protocol,
+}
+
+impl FailureKind {
+    /// A short lowercase name, for logs and metrics labels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::RateLimited { .. } => "rate_limited",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden { .. } => "forbidden",
+            Self::Transient => "transient",
+            Self::Timeout => "timeout",
+            Self::Refused => "refused",
+            Self::Invalid => "invalid",
+            Self::ModelUnsupported => "model_unsupported",
+            Self::NoImage => "no_image",
+            Self::Protocol => "protocol",
+        }
+    }
+}
+
+/// One classified upstream failure.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    /// The class.
+    pub kind: FailureKind,
+    /// The upstream HTTP status, when an answer was received.
+    pub status: Option<u16>,
+    /// What happened, in words that never contain a credential or image data (for logs and for the
+    /// `Upstream request failed: <cause>` message).
+    pub message: String,
+    /// The upstream's own error, to show the client as it is ([`FailureKind::Refused`] and
+    /// [`FailureKind::Invalid`]).
+    pub passthrough: Option<ApiError>,
+}
+
+impl Failure {
+    /// A failure of `kind` with `message`, no status and no passthrough.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            status: None,
+            message: message.into(),
+            passthrough: None,
+        }
+    }
+
+    /// Sets the upstream status.
+    #[must_use]
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Sets the error shown to the client as it is.
+    #[must_use]
+    pub fn with_passthrough(mut self, error: ApiError) -> Self {
+        self.passthrough = Some(error);
+        self
+    }
+
+    /// [`FailureKind::Transient`].
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self::new(FailureKind::Transient, message)
+    }
+
+    /// [`FailureKind::Protocol`].
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Self::new(FailureKind::Protocol, message)
+    }
+
+    /// [`FailureKind::Timeout`] after `deadline`.
+    pub fn timeout(deadline: std::time::Duration) -> Self {
+        Self::new(
+            FailureKind::Timeout,
+            format!("the upstream did not finish within {} s", deadline.as_secs_f64()),
+        )
+    }
+
+    /// [`FailureKind::NoImage`].
+    pub fn no_image() -> Self {
+        Self::new(FailureKind::NoImage, "the upstream answer holds no image")
+    }
+
+    /// When the account can be used again, for [`FailureKind::RateLimited`].
+    pub fn reset_at_unix_ms(&self) -> Option<u64> {
+        match self.kind {
+            FailureKind::RateLimited { reset_at_unix_ms, .. } => reset_at_unix_ms,
+            _ => None,
+        }
+    }
+
+    /// What the client sees when this failure is final (no other account is tried):
+    ///
+    /// - [`FailureKind::Refused`] and [`FailureKind::Invalid`]: the upstream's error as it is;
+    /// - [`FailureKind::RateLimited`]: 429 `usage_limit_reached`;
+    /// - [`FailureKind::Timeout`]: 504 `Upstream request failed: <cause>`;
+    /// - everything else: 502 `Upstream request failed: <cause>`.
+    pub fn client_error(&self) -> ApiError {
+        if let Some(passthrough) = &self.passthrough {
+            return passthrough.clone();
+        }
+        match self.kind {
+            FailureKind::RateLimited { .. } => ApiError::new(
+                ErrorKind::UsageLimitReached,
+                "The upstream usage limit has been reached. Try again later.",
+            ),
+            FailureKind::Timeout => ApiError::new(
+                ErrorKind::UpstreamTimeout,
+                format!("Upstream request failed: {}", self.message),
+            ),
+            _ => ApiError::upstream_failed(Some(&self.message)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn passthrough_is_shown_as_it_is() {
+        let upstream = ApiError::new(
+            ErrorKind::ContentPolicy,
+            "Your request was rejected by the safety system.",
+        )
+        .with_code("moderation_blocked");
+        let failure = Failure::new(FailureKind::Refused, "refused")
+            .with_status(400)
+            .with_passthrough(upstream.clone());
+        assert_eq!(failure.client_error(), upstream);
+    }
+
+    #[test]
+    fn rate_limit_becomes_usage_limit_reached() {
+        let failure = Failure::new(
+            FailureKind::RateLimited {
+                reset_at_unix_ms: Some(5),
+                images_only: false,
+            },
+            "limited",
+        );
+        let err = failure.client_error();
+        assert_eq!(err.status(), 429);
+        assert_eq!(err.code(), Some("usage_limit_reached"));
+        assert_eq!(failure.reset_at_unix_ms(), Some(5));
+    }
+
+    #[test]
+    fn timeout_is_504_and_others_502() {
+        let err = Failure::timeout(Duration::from_secs(120)).client_error();
+        assert_eq!(err.status(), 504);
+        assert_eq!(
+            err.message,
+            "Upstream request failed: the upstream did not finish within 120 s"
+        );
+        let err = Failure::no_image().client_error();
+        assert_eq!(err.status(), 502);
+        assert_eq!(
+            err.message,
+            "Upstream request failed: the upstream answer holds no image"
+        );
+        let err = Failure::new(
+            FailureKind::Unauthorized,
+            "the upstream refused the credential (HTTP 401)",
+        )
+        .client_error();
+        assert_eq!(err.status(), 502);
+        assert!(err.message.starts_with("Upstream request failed: "));
+    }
+}

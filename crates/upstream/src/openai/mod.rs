@@ -1,0 +1,252 @@
+//! The OpenAI wire: `POST {base_url}/images/generations`, `/images/edits` and `/responses` with
+//! `Authorization: Bearer <credential>`. Used for API-key accounts and for the simulator.
+//!
+//! The deadline covers the whole call: connecting, the answer's headers, and reading the body (for
+//! a stream: every event up to the last). The connect timeout of [`crate::UpstreamConfig`] is a
+//! separate, shorter bound whose expiry is [`crate::FailureKind::Transient`].
+
+mod edits;
+mod images;
+mod responses;
+mod stream;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use tokio::time::{Instant, timeout_at};
+
+use crate::call::{Endpoint, UpstreamCall};
+use crate::client::UpstreamConfig;
+use crate::failure::{Failure, classify_response, classify_transport};
+use crate::reply::Reply;
+use crate::target::AccountTarget;
+
+/// What goes in the request body.
+enum RequestBody {
+    Json(Bytes),
+    Multipart(reqwest::multipart::Form),
+}
+
+/// One call over the OpenAI wire.
+pub(crate) async fn call(
+    client: &reqwest::Client,
+    config: &UpstreamConfig,
+    target: &AccountTarget,
+    call: UpstreamCall<'_>,
+    deadline: Duration,
+) -> Result<Reply, Failure> {
+    let started = Instant::now();
+    let deadline_at = started + deadline;
+    let endpoint = call.endpoint();
+    let is_stream = call.is_stream();
+    let body = match call {
+        UpstreamCall::Generate { params } => RequestBody::Json(images::generation_body(params)?),
+        UpstreamCall::Edit { params, images, mask } => {
+            RequestBody::Multipart(edits::edit_form(params, images, mask)?)
+        }
+        UpstreamCall::Respond { body, .. } => RequestBody::Json(responses::responses_body(body)?),
+    };
+    let accept = if is_stream {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let request = client
+        .post(target.url(endpoint.path()))
+        .bearer_auth(target.credential.expose())
+        .header(ACCEPT, accept);
+    let request = match body {
+        RequestBody::Json(bytes) => request.header(CONTENT_TYPE, "application/json").body(bytes),
+        RequestBody::Multipart(form) => request.multipart(form),
+    };
+    let response = match timeout_at(deadline_at, request.send()).await {
+        Err(_elapsed) => return Err(Failure::timeout(deadline)),
+        Ok(Err(err)) => return Err(classify_transport(&err)),
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status().as_u16();
+    tracing::debug!(
+        account_id = target.account_id,
+        endpoint = endpoint.path(),
+        status,
+        elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "upstream answered"
+    );
+    if !response.status().is_success() {
+        let headers = response.headers().clone();
+        let body = read_error_body(response, config.max_error_body_bytes, deadline_at, deadline).await?;
+        return Err(classify_response(status, &headers, &body, now_unix_ms()));
+    }
+    if is_stream {
+        if content_type_is_json(&response) {
+            return Err(
+                Failure::protocol("the upstream answered JSON to a stream request").with_status(status),
+            );
+        }
+        return Ok(Reply::Events(stream::relay(
+            response,
+            endpoint,
+            deadline_at,
+            deadline,
+        )));
+    }
+    let request_id = response
+        .headers()
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let body = read_body(response, config.max_body_bytes, deadline_at, deadline).await?;
+    check_body(endpoint, &body).map_err(|failure| failure.with_status(status))?;
+    Ok(Reply::Json { body, request_id })
+}
+
+/// Reads a success body whole, failing past `max_bytes` or the deadline.
+async fn read_body(
+    mut response: reqwest::Response,
+    max_bytes: usize,
+    deadline_at: Instant,
+    deadline: Duration,
+) -> Result<Bytes, Failure> {
+    let too_large = || Failure::protocol(format!("the upstream answer is larger than {max_bytes} bytes"));
+    let expected = response
+        .content_length()
+        .and_then(|len| usize::try_from(len).ok());
+    if expected.is_some_and(|len| len > max_bytes) {
+        return Err(too_large());
+    }
+    let mut body = BytesMut::with_capacity(expected.unwrap_or(64 * 1024));
+    loop {
+        match timeout_at(deadline_at, response.chunk()).await {
+            Err(_elapsed) => return Err(Failure::timeout(deadline)),
+            Ok(Err(err)) => return Err(classify_transport(&err)),
+            Ok(Ok(None)) => return Ok(body.freeze()),
+            Ok(Ok(Some(chunk))) => {
+                if body.len().saturating_add(chunk.len()) > max_bytes {
+                    return Err(too_large());
+                }
+                body.extend_from_slice(&chunk);
+            }
+        }
+    }
+}
+
+/// Reads at most `max_bytes` of an error body; a body cut short by the connection is classified
+/// with what arrived.
+async fn read_error_body(
+    mut response: reqwest::Response,
+    max_bytes: usize,
+    deadline_at: Instant,
+    deadline: Duration,
+) -> Result<Bytes, Failure> {
+    let mut body = BytesMut::new();
+    while body.len() < max_bytes {
+        match timeout_at(deadline_at, response.chunk()).await {
+            Err(_elapsed) => return Err(Failure::timeout(deadline)),
+            Ok(Err(_) | Ok(None)) => break,
+            Ok(Ok(Some(chunk))) => {
+                let room = max_bytes - body.len();
+                body.extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
+            }
+        }
+    }
+    Ok(body.freeze())
+}
+
+/// Checks a non-streaming success body: an Images answer must be a JSON object holding at least one
+/// `b64_json` string ([`crate::FailureKind::NoImage`] otherwise); a Responses answer a JSON object.
+pub(crate) fn check_body(endpoint: Endpoint, body: &[u8]) -> Result<(), Failure> {
+    let mut scanner = imagegate_codec::usage_scan::ImagesResponseScanner::new();
+    scanner.push(body);
+    let is_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if !scanner.is_complete() || !is_object {
+        return Err(Failure::protocol("the upstream answer is not a JSON object"));
+    }
+    if endpoint.is_images() && (scanner.summary().images == 0 || !has_b64_json_string(body)) {
+        return Err(Failure::no_image());
+    }
+    Ok(())
+}
+
+/// Whether `"b64_json"` is followed by `:` and a non-empty string somewhere in `body`.
+fn has_b64_json_string(body: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"b64_json\"";
+    memchr::memmem::find_iter(body, KEY).any(|at| {
+        let rest = body.get(at + KEY.len()..).unwrap_or_default();
+        let mut rest = rest.iter().skip_while(|b| b.is_ascii_whitespace());
+        if rest.next() != Some(&b':') {
+            return false;
+        }
+        let mut rest = rest.skip_while(|b| b.is_ascii_whitespace());
+        rest.next() == Some(&b'"') && rest.next().is_some_and(|b| *b != b'"')
+    })
+}
+
+fn content_type_is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.to_ascii_lowercase().contains("json"))
+}
+
+/// Unix time in milliseconds.
+pub(crate) fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::FailureKind;
+
+    #[test]
+    fn images_body_needs_a_b64_json_string() {
+        let ok = br#"{"created":1,"data":[{"b64_json" : "iVBORw0KGgo="}]}"#;
+        assert_eq!(check_body(Endpoint::Generations, ok), Ok(()));
+        for body in [
+            &br#"{"created":1,"data":[]}"#[..],
+            br#"{"created":1,"data":[{"url":"https://x"}]}"#,
+            br#"{"created":1,"data":[{"b64_json":null}]}"#,
+            br#"{"created":1,"data":[{"b64_json":""}]}"#,
+            br#"{"created":1,"note":"\"b64_json\": \"x\"","data":[{}]}"#,
+        ] {
+            let failure = check_body(Endpoint::Edits, body).unwrap_err();
+            assert_eq!(
+                failure.kind,
+                FailureKind::NoImage,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn bodies_that_are_not_json_objects_are_protocol_failures() {
+        for body in [
+            &b"<html></html>"[..],
+            b"[1,2]",
+            br#"{"data":[{"b64_json":"x"}]"#,
+            b"",
+        ] {
+            let failure = check_body(Endpoint::Generations, body).unwrap_err();
+            assert_eq!(
+                failure.kind,
+                FailureKind::Protocol,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        assert_eq!(
+            check_body(Endpoint::Responses, br#"{"id":"resp_1","output":[]}"#),
+            Ok(())
+        );
+        assert_eq!(
+            check_body(Endpoint::Responses, b"[]").unwrap_err().kind,
+            FailureKind::Protocol
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! Relays an upstream event stream: body chunks are decoded with the codec's [`SseDecoder`] and
+//! every event is yielded as soon as it is complete.
+//!
+//! Ends with `Err(Failure)` (and nothing after it) when:
+//! - the upstream sends an error event (`event: error`, or data with a top-level `error` object,
+//!   or `"type":"error"`): classified with [`classify_error_object`];
+//! - the body fails mid-stream ([`crate::FailureKind::Transient`]) or an event is too large
+//!   ([`crate::FailureKind::Protocol`]);
+//! - the deadline passes ([`crate::FailureKind::Timeout`]);
+//! - the body ends before a final event (`image_generation.completed`, `image_edit.completed`,
+//!   `response.completed`, `response.failed`, `response.incomplete`): [`crate::FailureKind::Transient`].
+//!
+//! A `data: [DONE]` sentinel ends the stream and is not relayed.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::{BoxStream, StreamExt};
+use imagegate_codec::sse::{SseDecoder, SseEvent};
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use tokio::time::{Instant, timeout_at};
+
+use super::now_unix_ms;
+use crate::call::Endpoint;
+use crate::failure::{Failure, classify_error_object, classify_transport};
+use crate::reply::EventStream;
+
+/// Relays the body of `response` as events.
+pub(crate) fn relay(
+    response: reqwest::Response,
+    endpoint: Endpoint,
+    deadline_at: Instant,
+    deadline: Duration,
+) -> EventStream {
+    let body = response
+        .bytes_stream()
+        .map(|chunk| chunk.map_err(|err| classify_transport(&err)))
+        .boxed();
+    relay_chunks(body, endpoint, deadline_at, deadline)
+}
+
+struct Relay {
+    body: BoxStream<'static, Result<Bytes, Failure>>,
+    decoder: SseDecoder,
+    endpoint: Endpoint,
+    deadline_at: Instant,
+    deadline: Duration,
+    finished: bool,
+    done: bool,
+}
+
+/// Relays a stream of body chunks as events (the transport-independent part of [`relay`]).
+pub(crate) fn relay_chunks(
+    body: BoxStream<'static, Result<Bytes, Failure>>,
+    endpoint: Endpoint,
+    deadline_at: Instant,
+    deadline: Duration,
+) -> EventStream {
+    let state = Relay {
+        body,
+        decoder: SseDecoder::new(),
+        endpoint,
+        deadline_at,
+        deadline,
+        finished: false,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        let item = state.next_item().await?;
+        Some((item, state))
+    })
+    .boxed()
+}
+
+impl Relay {
+    async fn next_item(&mut self) -> Option<Result<SseEvent, Failure>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(event) = self.decoder.pop() {
+                match self.inspect(&event) {
+                    Seen::Relay => return Some(Ok(event)),
+                    Seen::Final => {
+                        self.finished = true;
+                        return Some(Ok(event));
+                    }
+                    Seen::Done => {
+                        self.done = true;
+                        return None;
+                    }
+                    Seen::Error(failure) => return self.fail(failure),
+                }
+            }
+            match timeout_at(self.deadline_at, self.body.next()).await {
+                Err(_elapsed) => return self.fail(Failure::timeout(self.deadline)),
+                Ok(Some(Ok(chunk))) => {
+                    if let Err(err) = self.decoder.push(&chunk) {
+                        return self.fail(Failure::protocol(format!(
+                            "the upstream stream is unusable: {err}"
+                        )));
+                    }
+                }
+                Ok(Some(Err(failure))) => return self.fail(failure),
+                Ok(None) if self.finished => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(None) => {
+                    return self.fail(Failure::transient(
+                        "the upstream stream ended before its final event",
+                    ));
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, failure: Failure) -> Option<Result<SseEvent, Failure>> {
+        self.done = true;
+        Some(Err(failure))
+    }
+
+    fn inspect(&self, event: &SseEvent) -> Seen {
+        if event.data.trim() == "[DONE]" {
+            return Seen::Done;
+        }
+        let probe = match &event.event {
+            Some(name) if name != "error" => Probe {
+                kind: Some(name.clone()),
+                error: None,
+            },
+            _ => serde_json::from_str::<Probe>(&event.data).unwrap_or_default(),
+        };
+        let is_error = event.event.as_deref() == Some("error")
+            || probe.error.is_some()
+            || probe.kind.as_deref() == Some("error");
+        if is_error {
+            return Seen::Error(stream_error(&event.data));
+        }
+        let is_final = match (self.endpoint, probe.kind.as_deref()) {
+            (Endpoint::Generations, Some(kind)) => kind == "image_generation.completed",
+            (Endpoint::Edits, Some(kind)) => kind == "image_edit.completed",
+            (Endpoint::Responses, Some(kind)) => {
+                matches!(
+                    kind,
+                    "response.completed" | "response.failed" | "response.incomplete"
+                )
+            }
+            (_, None) => false,
+        };
+        if is_final { Seen::Final } else { Seen::Relay }
+    }
+}
+
+enum Seen {
+    Relay,
+    Final,
+    Done,
+    Error(Failure),
+}
+
+/// The `type` of an event and whether it has a top-level `error`, read without copying the rest.
+#[derive(Default, Deserialize)]
+struct Probe {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+}
+
+/// Classifies the data of an error event.
+fn stream_error(data: &str) -> Failure {
+    let object = match serde_json::from_str::<Value>(data) {
+        Ok(Value::Object(object)) => object,
+        _ => return Failure::transient("the upstream stream failed with an unreadable error event"),
+    };
+    let error = match object.get("error") {
+        Some(Value::Object(error)) => error.clone(),
+        _ => object,
+    };
+    classify_error_object(None, &error, &HeaderMap::new(), now_unix_ms())
+}
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;

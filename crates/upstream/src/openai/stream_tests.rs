@@ -1,0 +1,150 @@
+use super::*;
+use crate::failure::FailureKind;
+use futures::stream;
+
+fn chunks(parts: &[&str]) -> BoxStream<'static, Result<Bytes, Failure>> {
+    let owned: Vec<Result<Bytes, Failure>> = parts.iter().map(|p| Ok(Bytes::from(p.to_string()))).collect();
+    stream::iter(owned).boxed()
+}
+
+async fn collect(
+    body: BoxStream<'static, Result<Bytes, Failure>>,
+    endpoint: Endpoint,
+) -> Vec<Result<SseEvent, Failure>> {
+    let deadline = Duration::from_secs(60);
+    relay_chunks(body, endpoint, Instant::now() + deadline, deadline)
+        .collect()
+        .await
+}
+
+fn event(name: &str, data: &str) -> SseEvent {
+    SseEvent {
+        event: Some(name.to_owned()),
+        data: data.to_owned(),
+        id: None,
+    }
+}
+
+#[tokio::test]
+async fn events_split_across_chunks_arrive_in_order() {
+    let partial = r#"{"type":"image_generation.partial_image","b64_json":"AAAA","partial_image_index":0}"#;
+    let done = r#"{"type":"image_generation.completed","b64_json":"BBBB"}"#;
+    let text = format!(
+        ": keepalive\n\nevent: image_generation.partial_image\ndata: {partial}\n\nevent: image_generation.completed\r\ndata: {done}\r\n\r\n"
+    );
+    let (a, b) = text.split_at(40);
+    let (b, c) = b.split_at(70);
+    let items = collect(chunks(&[a, b, c]), Endpoint::Generations).await;
+    let events: Vec<SseEvent> = items.into_iter().map(Result::unwrap).collect();
+    assert_eq!(
+        events,
+        vec![
+            event("image_generation.partial_image", partial),
+            event("image_generation.completed", done)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_stream_without_final_event_ends_with_a_transient_failure() {
+    let items = collect(
+        chunks(&["event: image_edit.partial_image\ndata: {}\n\n"]),
+        Endpoint::Edits,
+    )
+    .await;
+    assert_eq!(items.len(), 2);
+    assert!(items[0].is_ok());
+    let failure = items[1].as_ref().unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Transient);
+    assert!(failure.message.contains("ended before its final event"));
+}
+
+#[tokio::test]
+async fn the_final_event_depends_on_the_endpoint() {
+    let body = "event: image_generation.completed\ndata: {}\n\n";
+    assert!(
+        collect(chunks(&[body]), Endpoint::Generations)
+            .await
+            .iter()
+            .all(Result::is_ok)
+    );
+    let items = collect(chunks(&[body]), Endpoint::Edits).await;
+    assert!(items.last().unwrap().is_err());
+    let responses = "data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"x\"}}}\n\n";
+    let items = collect(chunks(&[responses]), Endpoint::Responses).await;
+    assert_eq!(items.len(), 1);
+    assert!(
+        items[0].is_ok(),
+        "response.failed is relayed as an event, not an error"
+    );
+}
+
+#[tokio::test]
+async fn error_events_end_the_stream_as_failures() {
+    let images = "event: error\ndata: {\"error\":{\"message\":\"Your request was rejected by the safety system.\",\"type\":\"image_generation_user_error\",\"param\":null,\"code\":\"moderation_blocked\"}}\n\nevent: image_generation.completed\ndata: {}\n\n";
+    let items = collect(chunks(&[images]), Endpoint::Generations).await;
+    assert_eq!(items.len(), 1);
+    let failure = items[0].as_ref().unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Refused);
+    assert_eq!(
+        failure.client_error().message,
+        "Your request was rejected by the safety system."
+    );
+
+    let responses = "data: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\",\"param\":null,\"sequence_number\":3}\n\n";
+    let items = collect(chunks(&[responses]), Endpoint::Responses).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].as_ref().unwrap_err().kind, FailureKind::Transient);
+
+    let unnamed = "data: {\"error\":{\"message\":\"slow down\",\"type\":\"requests\",\"code\":\"rate_limit_exceeded\"}}\n\n";
+    let items = collect(chunks(&[unnamed]), Endpoint::Generations).await;
+    assert!(matches!(
+        items[0].as_ref().unwrap_err().kind,
+        FailureKind::RateLimited { .. }
+    ));
+}
+
+#[tokio::test]
+async fn done_sentinel_ends_the_stream_without_being_relayed() {
+    let body = "event: image_generation.completed\ndata: {}\n\ndata: [DONE]\n\ndata: {\"late\":1}\n\n";
+    let items = collect(chunks(&[body]), Endpoint::Generations).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(
+        items[0].as_ref().unwrap().event.as_deref(),
+        Some("image_generation.completed")
+    );
+}
+
+#[tokio::test]
+async fn a_body_error_mid_stream_is_the_last_item() {
+    let body = stream::iter(vec![
+        Ok(Bytes::from_static(
+            b"event: image_generation.partial_image\ndata: {}\n\n",
+        )),
+        Err(Failure::transient("the connection to the upstream failed: reset")),
+        Ok(Bytes::from_static(
+            b"event: image_generation.completed\ndata: {}\n\n",
+        )),
+    ])
+    .boxed();
+    let items = collect(body, Endpoint::Generations).await;
+    assert_eq!(items.len(), 2);
+    assert_eq!(
+        items[1].as_ref().unwrap_err().message,
+        "the connection to the upstream failed: reset"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_ends_a_silent_stream() {
+    let first = stream::iter(vec![Ok(Bytes::from_static(
+        b"event: image_generation.partial_image\ndata: {}\n\n",
+    ))]);
+    let body = first.chain(stream::pending()).boxed();
+    let deadline = Duration::from_secs(5);
+    let items: Vec<_> = relay_chunks(body, Endpoint::Generations, Instant::now() + deadline, deadline)
+        .collect()
+        .await;
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[1].as_ref().unwrap_err().kind, FailureKind::Timeout);
+}
