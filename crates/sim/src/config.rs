@@ -53,7 +53,11 @@ impl Default for SimConfig {
 impl SimConfig {
     /// The fault rate clamped into `0.0..=1.0` (NaN counts as 0).
     pub fn clamped_fault_rate(&self) -> f64 {
-        if self.fault_rate.is_nan() { 0.0 } else { self.fault_rate.clamp(0.0, 1.0) }
+        if self.fault_rate.is_nan() {
+            0.0
+        } else {
+            self.fault_rate.clamp(0.0, 1.0)
+        }
     }
 }
 
@@ -63,7 +67,10 @@ mod tests {
 
     #[test]
     fn fault_rate_is_clamped() {
-        let mut config = SimConfig { fault_rate: 3.0, ..SimConfig::default() };
+        let mut config = SimConfig {
+            fault_rate: 3.0,
+            ..SimConfig::default()
+        };
         assert_eq!(config.clamped_fault_rate(), 1.0);
         config.fault_rate = -1.0;
         assert_eq!(config.clamped_fault_rate(), 0.0);

@@ -37,18 +37,40 @@ pub struct ApiFailure {
 
 impl ApiFailure {
     /// A failure with the standard envelope.
-    pub fn new(status: StatusCode, message: &str, error_type: &str, param: Option<&str>, code: Option<&str>) -> Self {
-        Self { status, headers: Vec::new(), body: error_body(message, error_type, param, code) }
+    pub fn new(
+        status: StatusCode,
+        message: &str,
+        error_type: &str,
+        param: Option<&str>,
+        code: Option<&str>,
+    ) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: error_body(message, error_type, param, code),
+        }
     }
 
     /// 400 `invalid_request_error`.
     pub fn invalid_request(message: &str, param: Option<&str>, code: Option<&str>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, message, "invalid_request_error", param, code)
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            message,
+            "invalid_request_error",
+            param,
+            code,
+        )
     }
 
     /// 500 for a simulator-side failure (rendering).
     pub fn internal(message: &str) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message, "server_error", None, None)
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            message,
+            "server_error",
+            None,
+            None,
+        )
     }
 
     /// 401 for a request without a bearer token.
@@ -72,7 +94,11 @@ impl ApiFailure {
 impl From<ApiError> for ApiFailure {
     fn from(error: ApiError) -> Self {
         let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut failure = Self { status, headers: Vec::new(), body: error.to_body() };
+        let mut failure = Self {
+            status,
+            headers: Vec::new(),
+            body: error.to_body(),
+        };
         if let Some(retry) = error.should_retry() {
             failure = failure.with_header("x-should-retry", retry);
         }
@@ -111,7 +137,10 @@ pub fn fault_response(fault: &Fault, token: Option<&str>, request_id: &str) -> O
         )
         .with_header("retry-after", fault.retry_after_seconds)
         .with_header("x-ratelimit-remaining-requests", 0)
-        .with_header("x-ratelimit-reset-requests", format!("{}s", fault.retry_after_seconds)),
+        .with_header(
+            "x-ratelimit-reset-requests",
+            format!("{}s", fault.retry_after_seconds),
+        ),
         FaultKind::Server500 => server_error(StatusCode::INTERNAL_SERVER_ERROR),
         FaultKind::BadGateway502 => server_error(StatusCode::BAD_GATEWAY),
         FaultKind::Unavailable503 => server_error(StatusCode::SERVICE_UNAVAILABLE)
@@ -154,10 +183,14 @@ pub fn usage_limit(resets_in_seconds: u64) -> ApiFailure {
         "resets_at": unix_now() + resets_in_seconds,
         "resets_in_seconds": resets_in_seconds,
     }});
-    ApiFailure { status: StatusCode::TOO_MANY_REQUESTS, headers: Vec::new(), body }
-        .with_header("x-codex-primary-used-percent", 100)
-        .with_header("x-codex-primary-window-minutes", 300)
-        .with_header("x-codex-primary-reset-after-seconds", resets_in_seconds)
+    ApiFailure {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        headers: Vec::new(),
+        body,
+    }
+    .with_header("x-codex-primary-used-percent", 100)
+    .with_header("x-codex-primary-window-minutes", 300)
+    .with_header("x-codex-primary-reset-after-seconds", resets_in_seconds)
 }
 
 fn server_error(status: StatusCode) -> ApiFailure {
@@ -191,9 +224,17 @@ pub fn html_page(status: StatusCode, request_id: &str) -> Response {
              itself from online attacks.",
         )
     } else {
-        ("api.openai.com | 502: Bad gateway", "Bad gateway", "The web server reported a bad gateway error.")
+        (
+            "api.openai.com | 502: Bad gateway",
+            "Bad gateway",
+            "The web server reported a bad gateway error.",
+        )
     };
-    let ray: String = request_id.chars().filter(char::is_ascii_alphanumeric).take(16).collect();
+    let ray: String = request_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(16)
+        .collect();
     let page = format!(
         "<!DOCTYPE html>\n<html lang=\"en-US\">\n<head><title>{title}</title>\
          <meta charset=\"UTF-8\" /></head>\n<body>\n<div id=\"cf-wrapper\">\n<h1>{headline}</h1>\n\
@@ -203,7 +244,10 @@ pub fn html_page(status: StatusCode, request_id: &str) -> Response {
     );
     let mut response = (status, Body::from(page)).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=UTF-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=UTF-8"),
+    );
     headers.insert(header::SERVER, HeaderValue::from_static("cloudflare"));
     if let Ok(value) = HeaderValue::from_str(&ray) {
         headers.insert("cf-ray", value);
@@ -230,6 +274,10 @@ mod tests {
         assert_eq!(failure.body["error"]["resets_in_seconds"], 30);
         let resets_at = failure.body["error"]["resets_at"].as_u64().unwrap();
         assert!(resets_at >= unix_now() + 29 && resets_at <= unix_now() + 31);
-        assert!(failure.headers.contains(&("x-codex-primary-reset-after-seconds", "30".to_owned())));
+        assert!(
+            failure
+                .headers
+                .contains(&("x-codex-primary-reset-after-seconds", "30".to_owned()))
+        );
     }
 }

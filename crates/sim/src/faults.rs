@@ -81,7 +81,9 @@ impl FaultKind {
 
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image")]
+#[error(
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image"
+)]
 pub struct UnknownFault(pub String);
 
 impl FromStr for FaultKind {
@@ -200,12 +202,18 @@ pub struct FaultBook {
 impl FaultBook {
     /// An empty script whose random faults follow `seed`.
     pub fn new(seed: u64) -> Self {
-        Self { rules: Mutex::new(Vec::new()), rng: Mutex::new(seed | 1) }
+        Self {
+            rules: Mutex::new(Vec::new()),
+            rng: Mutex::new(seed | 1),
+        }
     }
 
     /// Appends rules; they are tried in order.
     pub fn add(&self, rules: impl IntoIterator<Item = FaultRule>) {
-        self.rules.lock().unwrap_or_else(PoisonError::into_inner).extend(rules);
+        self.rules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(rules);
     }
 
     /// Removes every rule.
@@ -235,7 +243,10 @@ impl FaultBook {
         let kinds = &config.random_faults;
         let kind = match kinds.len() {
             0 => FaultKind::Server500,
-            len => kinds.get((draw % len as u64) as usize).copied().unwrap_or(FaultKind::Server500),
+            len => kinds
+                .get((draw % len as u64) as usize)
+                .copied()
+                .unwrap_or(FaultKind::Server500),
         };
         Some(Fault::from_config(kind, config))
     }

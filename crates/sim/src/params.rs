@@ -20,7 +20,10 @@ pub struct ImageDraft {
 pub fn parse_generation(body: &[u8], catalog: &ModelCatalog) -> Result<ImageDraft, ApiFailure> {
     let draft = imagegate_codec::json::decode_generation(body)?;
     let params = validate_generation(draft, catalog).map_err(ApiError::from)?;
-    Ok(ImageDraft { job: ImageJob::from_params(&params, JobKind::Generate, Vec::new()), stream: params.stream })
+    Ok(ImageDraft {
+        job: ImageJob::from_params(&params, JobKind::Generate, Vec::new()),
+        stream: params.stream,
+    })
 }
 
 #[cfg(test)]
@@ -36,7 +39,13 @@ mod tests {
         let draft = parse_generation(body, &ModelCatalog::default()).unwrap();
         assert!(draft.stream);
         assert_eq!(draft.job.n, 2);
-        assert_eq!(draft.job.size, ImageSize::Exact(Dimensions { width: 1536, height: 1024 }));
+        assert_eq!(
+            draft.job.size,
+            ImageSize::Exact(Dimensions {
+                width: 1536,
+                height: 1024
+            })
+        );
         assert_eq!(draft.job.quality, Quality::Low);
         assert_eq!(draft.job.output_format, OutputFormat::Webp);
         assert_eq!(draft.job.partial_images, 2);
@@ -46,11 +55,15 @@ mod tests {
     #[test]
     fn invalid_bodies_are_refused_like_the_gateway_refuses_them() {
         let catalog = ModelCatalog::default();
-        let unknown = parse_generation(br#"{"model":"gpt-image-2","prompt":"x","foo":1}"#, &catalog).unwrap_err();
+        let unknown =
+            parse_generation(br#"{"model":"gpt-image-2","prompt":"x","foo":1}"#, &catalog).unwrap_err();
         assert_eq!(unknown.status, 400);
         assert_eq!(unknown.body["error"]["param"], "foo");
-        let size = parse_generation(br#"{"model":"gpt-image-2","prompt":"x","size":"1792x936"}"#, &catalog)
-            .unwrap_err();
+        let size = parse_generation(
+            br#"{"model":"gpt-image-2","prompt":"x","size":"1792x936"}"#,
+            &catalog,
+        )
+        .unwrap_err();
         assert_eq!(size.body["error"]["param"], "size");
         let missing = parse_generation(br#"{"model":"gpt-image-2"}"#, &catalog).unwrap_err();
         assert_eq!(missing.body["error"]["param"], "prompt");

@@ -36,7 +36,11 @@ impl ResponsesInput {
     /// Reads `input` (a string or a list of items) and `instructions` of a request body.
     pub fn read(body: &Map<String, Value>) -> Self {
         let mut input = Self {
-            instructions: body.get("instructions").and_then(Value::as_str).unwrap_or("").to_owned(),
+            instructions: body
+                .get("instructions")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
             ..Self::default()
         };
         let mut texts: Vec<&str> = Vec::new();
@@ -60,7 +64,11 @@ impl ResponsesInput {
             }
             return;
         }
-        if item.get("role").and_then(Value::as_str).is_some_and(|role| role != "user") {
+        if item
+            .get("role")
+            .and_then(Value::as_str)
+            .is_some_and(|role| role != "user")
+        {
             return;
         }
         match item.get("content") {
@@ -86,7 +94,9 @@ impl ResponsesInput {
 /// Dimensions of a base64 image (PNG, JPEG or WebP header), if it decodes.
 fn image_dimensions(b64: &str) -> Option<Dimensions> {
     let bytes = BASE64.decode(b64.trim()).ok()?;
-    imagegate_codec::image_header::sniff(&bytes).ok().map(|info| info.dimensions)
+    imagegate_codec::image_header::sniff(&bytes)
+        .ok()
+        .map(|info| info.dimensions)
 }
 
 /// One simulated Responses call: ids, the echoed request settings and the planned image job.
@@ -122,7 +132,13 @@ pub struct PlanIds {
 impl ResponsesPlan {
     /// Plans the call for a decoded request whose main model and image tools passed validation. The tool
     /// is called unless there is none, `tool_choice` is `"none"`, or `with_image` is false.
-    pub fn new(request: &ResponsesBody, main_model: String, tools: &[ImageTool], ids: PlanIds, with_image: bool) -> Self {
+    pub fn new(
+        request: &ResponsesBody,
+        main_model: String,
+        tools: &[ImageTool],
+        ids: PlanIds,
+        with_image: bool,
+    ) -> Self {
         let body = &request.body;
         let input = ResponsesInput::read(body);
         let created = i64::try_from(unix_now()).unwrap_or(i64::MAX);
@@ -160,7 +176,11 @@ impl ResponsesPlan {
 
     /// The message the assistant closes with.
     pub fn message_text(&self) -> &'static str {
-        if self.job.is_some() { IMAGE_MESSAGE } else { NO_IMAGE_MESSAGE }
+        if self.job.is_some() {
+            IMAGE_MESSAGE
+        } else {
+            NO_IMAGE_MESSAGE
+        }
     }
 
     /// The finished image call item.
@@ -184,13 +204,21 @@ impl ResponsesPlan {
             id: self.message_id.clone(),
             status: if completed { "completed" } else { "in_progress" }.to_owned(),
             role: "assistant".to_owned(),
-            content: if completed { vec![self.text_part(self.message_text())] } else { Vec::new() },
+            content: if completed {
+                vec![self.text_part(self.message_text())]
+            } else {
+                Vec::new()
+            },
         }
     }
 
     /// An `output_text` content part.
     pub fn text_part(&self, text: &str) -> OutputContent {
-        OutputContent::OutputText { annotations: Vec::new(), logprobs: Vec::new(), text: text.to_owned() }
+        OutputContent::OutputText {
+            annotations: Vec::new(),
+            logprobs: Vec::new(),
+            text: text.to_owned(),
+        }
     }
 
     /// The completed envelope: output items, main-model usage, and the image usage in
@@ -199,8 +227,12 @@ impl ResponsesPlan {
         let mut envelope = self.envelope.clone();
         envelope.status = ResponseStatus::Completed;
         if let Some(outcome) = outcome {
-            envelope.output.push(OutputItem::ImageGenerationCall(self.image_call(outcome)));
-            envelope.tool_usage = Some(ToolUsage { image_gen: Some(outcome.usage) });
+            envelope
+                .output
+                .push(OutputItem::ImageGenerationCall(self.image_call(outcome)));
+            envelope.tool_usage = Some(ToolUsage {
+                image_gen: Some(outcome.usage),
+            });
         }
         envelope.output.push(OutputItem::Message(self.message(true)));
         envelope.usage = Some(self.main_usage());
@@ -231,9 +263,10 @@ fn echo_settings(envelope: &mut ResponseObject, request: &ResponsesBody, tools: 
         envelope.tools = entries
             .iter()
             .map(|entry| match entry.get("type").and_then(Value::as_str) {
-                Some("image_generation") => image_tools
-                    .next()
-                    .map_or_else(|| entry.clone(), imagegate_codec::wire::responses::image_tool_echo),
+                Some("image_generation") => image_tools.next().map_or_else(
+                    || entry.clone(),
+                    imagegate_codec::wire::responses::image_tool_echo,
+                ),
                 _ => entry.clone(),
             })
             .collect();

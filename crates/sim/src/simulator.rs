@@ -1,16 +1,20 @@
 //! The simulator without HTTP: turns an image job into rendered images, partial frames and usage.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::SimConfig;
 use crate::render::{self, CacheCounters, RenderCache, RenderError, RenderSpec, RenderedImage, Variant};
-use imagegate_domain::{Background, Dimensions, ImageParams, ImageSize, OutputFormat, Quality, Usage};
 use crate::usage::{self, ImageUsageInput};
+use imagegate_domain::{Background, Dimensions, ImageParams, ImageSize, OutputFormat, Quality, Usage};
 
 /// Size used when `auto` is requested for a generation (and for an edit without input images).
-pub const AUTO_SIZE: Dimensions = Dimensions { width: 1024, height: 1024 };
+pub const AUTO_SIZE: Dimensions = Dimensions {
+    width: 1024,
+    height: 1024,
+};
 
 /// Generation or edit (decides the stream event names and how `auto` size resolves).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +121,7 @@ pub struct ImageOutcome {
 #[derive(Clone, Debug)]
 pub struct Simulator {
     cache: Arc<RenderCache>,
+    rendering: RenderGates,
     ids: Arc<AtomicU64>,
     seed: u64,
 }
@@ -126,6 +131,7 @@ impl Simulator {
     pub fn new(config: &SimConfig) -> Self {
         Self {
             cache: Arc::new(RenderCache::new(config.cache_bytes)),
+            rendering: Arc::default(),
             ids: Arc::new(AtomicU64::new(1)),
             seed: config.seed,
         }
@@ -135,13 +141,15 @@ impl Simulator {
     pub async fn generate(&self, job: &ImageJob) -> Result<ImageOutcome, RenderError> {
         let size = job.resolved_size();
         let quality = usage::resolve_quality(job.quality);
-        let mut variants: Vec<Variant> =
-            (0..job.partial_images).map(|index| Variant::Partial { index, count: job.partial_images }).collect();
+        let mut variants: Vec<Variant> = (0..job.partial_images)
+            .map(|index| Variant::Partial {
+                index,
+                count: job.partial_images,
+            })
+            .collect();
         variants.push(Variant::Final);
         let variants: Arc<[Variant]> = variants.into();
         let tasks = (0..u32::from(job.n.max(1))).map(|index| {
-            let cache = Arc::clone(&self.cache);
-            let variants = Arc::clone(&variants);
             let spec = RenderSpec {
                 dimensions: size,
                 format: job.output_format,
@@ -149,12 +157,12 @@ impl Simulator {
                 compression: job.output_compression,
                 seed: render::image_seed(&job.prompt, index),
             };
-            tokio::task::spawn_blocking(move || render::render_variants(&cache, &spec, &variants))
+            self.render(spec, Arc::clone(&variants))
         });
         let mut images = Vec::new();
         let mut partials = Vec::new();
-        for joined in futures::future::join_all(tasks).await {
-            let mut frames = joined.map_err(|e| RenderError::Task(e.to_string()))??;
+        for rendered in futures::future::join_all(tasks).await {
+            let mut frames = rendered?;
             let Some(final_image) = frames.pop() else {
                 return Err(RenderError::Task("no final image rendered".to_owned()));
             };
@@ -182,6 +190,22 @@ impl Simulator {
         })
     }
 
+    /// Renders one image on a blocking thread. Concurrent renders of the same spec wait for the first one
+    /// and then find its result in the cache.
+    async fn render(
+        &self,
+        spec: RenderSpec,
+        variants: Arc<[Variant]>,
+    ) -> Result<Vec<RenderedImage>, RenderError> {
+        let slot = RenderSlot::take(&self.rendering, spec);
+        let _turn = slot.gate.lock().await;
+        let cache = Arc::clone(&self.cache);
+        match tokio::task::spawn_blocking(move || render::render_variants(&cache, &spec, &variants)).await {
+            Ok(rendered) => rendered,
+            Err(join) => Err(RenderError::Task(join.to_string())),
+        }
+    }
+
     /// A fresh id such as `ig_0123...` (unique within this simulator).
     pub fn next_id(&self, prefix: &str) -> String {
         let n = self.ids.fetch_add(1, Ordering::Relaxed);
@@ -197,9 +221,48 @@ impl Simulator {
     }
 }
 
+type RenderGates = Arc<Mutex<HashMap<RenderSpec, Arc<tokio::sync::Mutex<()>>>>>;
+
+/// A place in the queue of renders of one spec; the map entry goes when the last holder leaves (also when
+/// a request is cancelled while waiting).
+struct RenderSlot {
+    gates: RenderGates,
+    spec: RenderSpec,
+    gate: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl RenderSlot {
+    fn take(gates: &RenderGates, spec: RenderSpec) -> Self {
+        let gate = Arc::clone(
+            gates
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(spec)
+                .or_default(),
+        );
+        Self {
+            gates: Arc::clone(gates),
+            spec,
+            gate,
+        }
+    }
+}
+
+impl Drop for RenderSlot {
+    fn drop(&mut self) {
+        let mut gates = self.gates.lock().unwrap_or_else(PoisonError::into_inner);
+        // Held by the map and by this slot only: nobody else is waiting.
+        if Arc::strong_count(&self.gate) <= 2 {
+            gates.remove(&self.spec);
+        }
+    }
+}
+
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
@@ -209,13 +272,22 @@ mod tests {
     #[tokio::test]
     async fn generates_n_images_with_partials_and_usage() {
         let sim = Simulator::new(&SimConfig::default());
-        let mut job = ImageJob::generation("two foxes", ImageSize::Exact(Dimensions { width: 96, height: 64 }));
+        let mut job = ImageJob::generation(
+            "two foxes",
+            ImageSize::Exact(Dimensions {
+                width: 96,
+                height: 64,
+            }),
+        );
         job.n = 2;
         job.partial_images = 2;
         job.quality = Quality::High;
         let outcome = sim.generate(&job).await.unwrap();
         assert_eq!(outcome.images.len(), 2);
-        assert_eq!(outcome.partials.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2]);
+        assert_eq!(
+            outcome.partials.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![2, 2]
+        );
         assert_ne!(outcome.images[0].b64, outcome.images[1].b64);
         assert_eq!(outcome.quality, Quality::High);
         assert_eq!(outcome.background, Background::Opaque);
@@ -225,15 +297,61 @@ mod tests {
         assert_eq!((decoded.width(), decoded.height()), (96, 64));
     }
 
+    #[tokio::test]
+    async fn concurrent_renders_of_one_spec_render_once() {
+        let sim = Simulator::new(&SimConfig::default());
+        let job = ImageJob::generation(
+            "same",
+            ImageSize::Exact(Dimensions {
+                width: 128,
+                height: 96,
+            }),
+        );
+        let outcomes = futures::future::join_all((0..4).map(|_| sim.generate(&job))).await;
+        let first = outcomes[0].as_ref().unwrap();
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| o.as_ref().unwrap().images == first.images)
+        );
+        let counters = sim.cache_counters();
+        assert_eq!((counters.misses, counters.hits), (1, 3));
+        assert!(
+            sim.rendering.lock().unwrap().is_empty(),
+            "render gates are cleaned up"
+        );
+    }
+
     #[test]
     fn auto_size_resolves_per_kind() {
         let mut job = ImageJob::generation("x", ImageSize::Auto);
         assert_eq!(job.resolved_size(), AUTO_SIZE);
         job.kind = JobKind::Edit;
-        job.input_images = vec![Dimensions { width: 640, height: 480 }, AUTO_SIZE];
-        assert_eq!(job.resolved_size(), Dimensions { width: 640, height: 480 });
-        job.size = ImageSize::Exact(Dimensions { width: 32, height: 32 });
-        assert_eq!(job.resolved_size(), Dimensions { width: 32, height: 32 });
+        job.input_images = vec![
+            Dimensions {
+                width: 640,
+                height: 480,
+            },
+            AUTO_SIZE,
+        ];
+        assert_eq!(
+            job.resolved_size(),
+            Dimensions {
+                width: 640,
+                height: 480
+            }
+        );
+        job.size = ImageSize::Exact(Dimensions {
+            width: 32,
+            height: 32,
+        });
+        assert_eq!(
+            job.resolved_size(),
+            Dimensions {
+                width: 32,
+                height: 32
+            }
+        );
         let params = imagegate_domain::validate_generation(
             imagegate_domain::ImageParamsDraft {
                 model: Some("gpt-image-2".into()),
@@ -245,7 +363,10 @@ mod tests {
         )
         .unwrap();
         let from = ImageJob::from_params(&params, JobKind::Generate, Vec::new());
-        assert_eq!((from.n, from.prompt.as_str(), from.size), (3, "p", ImageSize::Auto));
+        assert_eq!(
+            (from.n, from.prompt.as_str(), from.size),
+            (3, "p", ImageSize::Auto)
+        );
     }
 
     #[test]

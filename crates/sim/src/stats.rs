@@ -64,7 +64,10 @@ impl Stats {
             entry.in_flight += 1;
             entry.max_in_flight = entry.max_in_flight.max(entry.in_flight);
         }
-        InFlight { stats: Arc::clone(self), token: token.map(str::to_owned) }
+        InFlight {
+            stats: Arc::clone(self),
+            token: token.map(str::to_owned),
+        }
     }
 
     /// Counts an injected fault.
@@ -85,10 +88,22 @@ impl Stats {
             .into_iter()
             .filter(|(_, t)| t.in_flight > 0)
             .map(|(token, t)| {
-                (token, TokenStats { in_flight: t.in_flight, max_in_flight: t.in_flight, ..TokenStats::default() })
+                (
+                    token,
+                    TokenStats {
+                        in_flight: t.in_flight,
+                        max_in_flight: t.in_flight,
+                        ..TokenStats::default()
+                    },
+                )
             })
             .collect();
-        *inner = StatsSnapshot { in_flight, max_in_flight: in_flight, by_token: tokens, ..StatsSnapshot::default() };
+        *inner = StatsSnapshot {
+            in_flight,
+            max_in_flight: in_flight,
+            by_token: tokens,
+            ..StatsSnapshot::default()
+        };
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, StatsSnapshot> {
@@ -137,7 +152,13 @@ mod tests {
         drop((a1, a2, b, anonymous));
         let snap = stats.snapshot();
         assert_eq!((snap.in_flight, snap.max_in_flight), (0, 4));
-        assert_eq!((snap.by_token["sk-a"].in_flight, snap.by_token["sk-a"].max_in_flight), (0, 2));
+        assert_eq!(
+            (
+                snap.by_token["sk-a"].in_flight,
+                snap.by_token["sk-a"].max_in_flight
+            ),
+            (0, 2)
+        );
     }
 
     #[test]

@@ -69,13 +69,20 @@ pub struct ImageUsageInput<'a> {
 pub fn image_usage(input: &ImageUsageInput<'_>) -> Usage {
     let text = text_tokens(input.prompt);
     let image_in: u64 = input.input_images.iter().map(|d| image_input_tokens(*d)).sum();
-    let per_image = image_output_tokens(input.size, input.quality) + PARTIAL_IMAGE_TOKENS * input.partial_images;
+    let per_image =
+        image_output_tokens(input.size, input.quality) + PARTIAL_IMAGE_TOKENS * input.partial_images;
     let image_out = per_image * input.images;
     Usage {
         input_tokens: text + image_in,
-        input_tokens_details: TokenDetails { text_tokens: text, image_tokens: image_in },
+        input_tokens_details: TokenDetails {
+            text_tokens: text,
+            image_tokens: image_in,
+        },
         output_tokens: image_out,
-        output_tokens_details: TokenDetails { text_tokens: 0, image_tokens: image_out },
+        output_tokens_details: TokenDetails {
+            text_tokens: 0,
+            image_tokens: image_out,
+        },
         total_tokens: text + image_in + image_out,
     }
 }
@@ -85,7 +92,12 @@ pub const RESPONSES_OVERHEAD_TOKENS: u64 = 64;
 
 /// Main-model usage: input text and images plus a fixed overhead; output is the revised prompt it wrote
 /// for the image tool and its closing message.
-pub fn responses_usage(input_text: &str, input_images: &[Dimensions], revised_prompt: &str, message: &str) -> ResponsesUsage {
+pub fn responses_usage(
+    input_text: &str,
+    input_images: &[Dimensions],
+    revised_prompt: &str,
+    message: &str,
+) -> ResponsesUsage {
     let input = RESPONSES_OVERHEAD_TOKENS
         + text_tokens(input_text)
         + input_images.iter().map(|d| image_input_tokens(*d)).sum::<u64>();
@@ -102,7 +114,10 @@ pub fn responses_usage(input_text: &str, input_images: &[Dimensions], revised_pr
 mod tests {
     use super::*;
 
-    const SQUARE: Dimensions = Dimensions { width: 1024, height: 1024 };
+    const SQUARE: Dimensions = Dimensions {
+        width: 1024,
+        height: 1024,
+    };
 
     #[test]
     fn output_tokens_grow_with_quality_and_pixels() {
@@ -111,17 +126,41 @@ mod tests {
         let high = image_output_tokens(SQUARE, Quality::High);
         assert_eq!((low, medium, high), (272, 1056, 4160));
         assert_eq!(image_output_tokens(SQUARE, Quality::Auto), medium);
-        let wide = image_output_tokens(Dimensions { width: 1536, height: 1024 }, Quality::High);
+        let wide = image_output_tokens(
+            Dimensions {
+                width: 1536,
+                height: 1024,
+            },
+            Quality::High,
+        );
         assert_eq!(wide, 6240);
-        let uhd = image_output_tokens(Dimensions { width: 3840, height: 2160 }, Quality::High);
+        let uhd = image_output_tokens(
+            Dimensions {
+                width: 3840,
+                height: 2160,
+            },
+            Quality::High,
+        );
         assert!(uhd > wide * 5, "{uhd}");
     }
 
     #[test]
     fn input_image_tokens_follow_tiles() {
         assert_eq!(image_input_tokens(SQUARE), 85 + 170 * 4);
-        assert_eq!(image_input_tokens(Dimensions { width: 512, height: 512 }), 85 + 170);
-        assert_eq!(image_input_tokens(Dimensions { width: 4096, height: 1024 }), 85 + 170 * 4);
+        assert_eq!(
+            image_input_tokens(Dimensions {
+                width: 512,
+                height: 512
+            }),
+            85 + 170
+        );
+        assert_eq!(
+            image_input_tokens(Dimensions {
+                width: 4096,
+                height: 1024
+            }),
+            85 + 170 * 4
+        );
         assert_eq!(image_input_tokens(Dimensions { width: 0, height: 0 }), 85 + 170);
     }
 
@@ -135,7 +174,13 @@ mod tests {
             images: 2,
             partial_images: 3,
         });
-        assert_eq!(usage.input_tokens_details, TokenDetails { text_tokens: 6, image_tokens: 765 });
+        assert_eq!(
+            usage.input_tokens_details,
+            TokenDetails {
+                text_tokens: 6,
+                image_tokens: 765
+            }
+        );
         assert_eq!(usage.input_tokens, 771);
         assert_eq!(usage.output_tokens, 2 * (272 + 300));
         assert_eq!(usage.output_tokens_details.image_tokens, usage.output_tokens);

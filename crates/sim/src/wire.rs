@@ -23,7 +23,14 @@ fn timestamp(outcome: &ImageOutcome) -> i64 {
 /// Non-stream Images API response for an outcome (`data` empty when `with_images` is false).
 pub fn images_response(outcome: &ImageOutcome, with_images: bool) -> ImagesResponse {
     let data = if with_images {
-        outcome.images.iter().map(|image| ImageData { b64_json: image.b64.to_string(), revised_prompt: None }).collect()
+        outcome
+            .images
+            .iter()
+            .map(|image| ImageData {
+                b64_json: image.b64.to_string(),
+                revised_prompt: None,
+            })
+            .collect()
     } else {
         Vec::new()
     };
@@ -62,7 +69,11 @@ pub fn image_stream_events(outcome: &ImageOutcome, with_completed: bool) -> Vec<
             events.push(ImageStreamEvent::partial(endpoint, event));
         }
         if with_completed {
-            let output = if number == count { outcome.usage.output_tokens } else { per_image * number };
+            let output = if number == count {
+                outcome.usage.output_tokens
+            } else {
+                per_image * number
+            };
             let event = CompletedImageEvent {
                 b64_json: image.b64.to_string(),
                 created_at: timestamp(outcome),

@@ -13,7 +13,12 @@ async fn generation_returns_n_real_images_with_usage() {
     let body = generation("a lighthouse at dusk", json!({"n": 2, "output_format": "webp"}));
     let answer = send(&app, post_json("/v1/images/generations", Some(TOKEN), &body)).await;
     assert_eq!(answer.status, StatusCode::OK);
-    assert!(answer.header("content-type").unwrap().starts_with("application/json"));
+    assert!(
+        answer
+            .header("content-type")
+            .unwrap()
+            .starts_with("application/json")
+    );
     assert!(answer.header("x-request-id").unwrap().starts_with("req_"));
     let json = answer.json();
     assert_eq!(json["size"], "1024x640");
@@ -24,7 +29,10 @@ async fn generation_returns_n_real_images_with_usage() {
     let data = json["data"].as_array().unwrap();
     assert_eq!(data.len(), 2);
     for image in data {
-        assert_eq!(decode_image(&image["b64_json"]), (image::ImageFormat::WebP, 1024, 640));
+        assert_eq!(
+            decode_image(&image["b64_json"]),
+            (image::ImageFormat::WebP, 1024, 640)
+        );
     }
     assert_ne!(data[0]["b64_json"], data[1]["b64_json"]);
     let usage = &json["usage"];
@@ -40,21 +48,34 @@ async fn generation_returns_n_real_images_with_usage() {
 async fn auto_size_and_default_quality_resolve() {
     let (_, app) = app();
     let body = json!({"model": "gpt-image-2-2026-04-21", "prompt": "auto things", "size": "auto"});
-    let json = send(&app, post_json("/v1/images/generations", Some(TOKEN), &body)).await.json();
+    let json = send(&app, post_json("/v1/images/generations", Some(TOKEN), &body))
+        .await
+        .json();
     assert_eq!(json["size"], "1024x1024");
     assert_eq!(json["quality"], "medium");
     assert_eq!(json["output_format"], "png");
-    assert_eq!(decode_image(&json["data"][0]["b64_json"]), (image::ImageFormat::Png, 1024, 1024));
+    assert_eq!(
+        decode_image(&json["data"][0]["b64_json"]),
+        (image::ImageFormat::Png, 1024, 1024)
+    );
     assert_eq!(json["usage"]["output_tokens"], 1056);
 }
 
 #[tokio::test]
 async fn stream_sends_partials_then_completed_per_image() {
     let (_, app) = app();
-    let body = generation("streamed kite", json!({"stream": true, "partial_images": 2, "n": 2, "output_format": "jpeg"}));
+    let body = generation(
+        "streamed kite",
+        json!({"stream": true, "partial_images": 2, "n": 2, "output_format": "jpeg"}),
+    );
     let answer = send(&app, post_json("/v1/images/generations", Some(TOKEN), &body)).await;
     assert_eq!(answer.status, StatusCode::OK);
-    assert!(answer.header("content-type").unwrap().starts_with("text/event-stream"));
+    assert!(
+        answer
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     assert!(!answer.text().contains("[DONE]"));
     let events = answer.events();
     let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
@@ -62,10 +83,20 @@ async fn stream_sends_partials_then_completed_per_image() {
     let completed = "image_generation.completed";
     assert_eq!(names, [partial, partial, completed, partial, partial, completed]);
     for (name, data) in &events {
-        for key in ["b64_json", "created_at", "size", "quality", "background", "output_format"] {
+        for key in [
+            "b64_json",
+            "created_at",
+            "size",
+            "quality",
+            "background",
+            "output_format",
+        ] {
             assert!(!data[key].is_null(), "{name} lacks {key}");
         }
-        assert_eq!(decode_image(&data["b64_json"]), (image::ImageFormat::Jpeg, 1024, 640));
+        assert_eq!(
+            decode_image(&data["b64_json"]),
+            (image::ImageFormat::Jpeg, 1024, 640)
+        );
     }
     assert_eq!(events[0].1["partial_image_index"], 0);
     assert_eq!(events[1].1["partial_image_index"], 1);
@@ -77,17 +108,35 @@ async fn stream_sends_partials_then_completed_per_image() {
     assert_eq!(events[5].1["usage"]["input_tokens"], 4);
     // Partials are coarser than the final image: fewer bytes.
     let len = |i: usize| events[i].1["b64_json"].as_str().unwrap().len();
-    assert!(len(0) < len(1) && len(1) < len(2), "{} {} {}", len(0), len(1), len(2));
+    assert!(
+        len(0) < len(1) && len(1) < len(2),
+        "{} {} {}",
+        len(0),
+        len(1),
+        len(2)
+    );
 }
 
 #[tokio::test]
 async fn invalid_requests_get_the_openai_error_shape() {
     let (_, app) = app();
     let cases = [
-        (json!({"model": "gpt-image-2", "prompt": "x", "size": "1792x936"}), "size"),
-        (json!({"model": "gpt-image-2", "prompt": "x", "bogus": true}), "bogus"),
-        (json!({"model": "gpt-image-2", "prompt": "x", "partial_images": 2}), "partial_images"),
-        (json!({"model": "gpt-image-2", "prompt": "x", "background": "transparent"}), "background"),
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1792x936"}),
+            "size",
+        ),
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "bogus": true}),
+            "bogus",
+        ),
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "partial_images": 2}),
+            "partial_images",
+        ),
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "background": "transparent"}),
+            "background",
+        ),
     ];
     for (body, param) in cases {
         let answer = send(&app, post_json("/v1/images/generations", Some(TOKEN), &body)).await;
@@ -98,7 +147,11 @@ async fn invalid_requests_get_the_openai_error_shape() {
         assert!(error.get("type").is_some() && error.get("code").is_some());
     }
     let unknown_model = json!({"model": "dall-e-3", "prompt": "x"});
-    let answer = send(&app, post_json("/v1/images/generations", Some(TOKEN), &unknown_model)).await;
+    let answer = send(
+        &app,
+        post_json("/v1/images/generations", Some(TOKEN), &unknown_model),
+    )
+    .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     assert_eq!(answer.json()["error"]["code"], "model_not_found");
 }
@@ -109,8 +162,16 @@ async fn requests_without_a_bearer_token_get_401() {
     let body = generation("no key", json!({}));
     for request in [
         post_json("/v1/images/generations", None, &body),
-        with_header(post_json("/v1/images/generations", None, &body), "authorization", "Bearer   "),
-        with_header(post_json("/v1/images/generations", None, &body), "authorization", "Basic abc"),
+        with_header(
+            post_json("/v1/images/generations", None, &body),
+            "authorization",
+            "Bearer   ",
+        ),
+        with_header(
+            post_json("/v1/images/generations", None, &body),
+            "authorization",
+            "Basic abc",
+        ),
         get("/v1/models", None),
     ] {
         let answer = send(&app, request).await;
@@ -130,14 +191,24 @@ async fn models_are_listed_and_retrievable() {
     let (_, app) = app();
     let list = send(&app, get("/v1/models", Some(TOKEN))).await.json();
     assert_eq!(list["object"], "list");
-    let ids: Vec<&str> = list["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
-    assert!(ids.contains(&"gpt-image-2") && ids.contains(&"gpt-image-2-2026-04-21") && ids.contains(&"gpt-5"));
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"gpt-image-2") && ids.contains(&"gpt-image-2-2026-04-21") && ids.contains(&"gpt-5")
+    );
     for model in list["data"].as_array().unwrap() {
         assert_eq!(model["object"], "model");
         assert!(model["created"].is_i64() && model["owned_by"].is_string());
     }
     let one = send(&app, get("/v1/models/gpt-image-2", Some(TOKEN))).await;
-    assert_eq!((one.status, one.json()["id"].as_str()), (StatusCode::OK, Some("gpt-image-2")));
+    assert_eq!(
+        (one.status, one.json()["id"].as_str()),
+        (StatusCode::OK, Some("gpt-image-2"))
+    );
     let missing = send(&app, get("/v1/models/nope", Some(TOKEN))).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert_eq!(missing.json()["error"]["code"], "model_not_found");
@@ -151,7 +222,11 @@ async fn latency_header_delays_the_answer() {
     let (_, app) = app();
     let body = generation("slow one", json!({}));
     let started = std::time::Instant::now();
-    let request = with_header(post_json("/v1/images/generations", Some(TOKEN), &body), "x-sim-latency-ms", "300");
+    let request = with_header(
+        post_json("/v1/images/generations", Some(TOKEN), &body),
+        "x-sim-latency-ms",
+        "300",
+    );
     assert_eq!(send(&app, request).await.status, StatusCode::OK);
     assert!(started.elapsed() >= std::time::Duration::from_millis(300));
 }

@@ -27,7 +27,12 @@ struct Cli {
     #[arg(long, env = "IMAGEGATE_SIM_FAULT_RATE", default_value_t = 0.0)]
     fault_rate: f64,
     /// Faults drawn by --fault-rate, comma-separated (e.g. 500,502,rate_limit,stall).
-    #[arg(long, env = "IMAGEGATE_SIM_FAULTS", value_delimiter = ',', default_value = "500")]
+    #[arg(
+        long,
+        env = "IMAGEGATE_SIM_FAULTS",
+        value_delimiter = ',',
+        default_value = "500"
+    )]
     faults: Vec<FaultKind>,
     /// How long a stall lasts, in milliseconds.
     #[arg(long, env = "IMAGEGATE_SIM_STALL_MS", default_value_t = 600_000)]

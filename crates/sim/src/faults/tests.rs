@@ -9,7 +9,10 @@ fn names_parse_to_kinds_and_back() {
     assert_eq!("429".parse::<FaultKind>().unwrap(), FaultKind::UsageLimit);
     assert_eq!("rate_limit".parse::<FaultKind>().unwrap(), FaultKind::RateLimit);
     assert_eq!("HTML_403".parse::<FaultKind>().unwrap(), FaultKind::Html403);
-    assert_eq!("moderation_blocked".parse::<FaultKind>().unwrap(), FaultKind::Refusal);
+    assert_eq!(
+        "moderation_blocked".parse::<FaultKind>().unwrap(),
+        FaultKind::Refusal
+    );
     assert!("teapot".parse::<FaultKind>().is_err());
     for kind in FaultKind::ALL {
         assert_eq!(kind.as_str().parse::<FaultKind>().unwrap(), kind);
@@ -31,7 +34,9 @@ fn script_rules_deserialize_and_reject_unknown_fields() {
 fn scripted_faults_match_token_and_count_down() {
     let config = SimConfig::default();
     let book = FaultBook::new(1);
-    book.add([rule(r#"{"key":"sk-a","fault":"429","times":2,"resets_in_seconds":30}"#)]);
+    book.add([rule(
+        r#"{"key":"sk-a","fault":"429","times":2,"resets_in_seconds":30}"#,
+    )]);
     let generations = "/v1/images/generations";
     assert_eq!(book.choose(Some("sk-b"), generations, &config), None);
     let first = book.choose(Some("sk-a"), generations, &config).unwrap();
@@ -62,7 +67,10 @@ fn a_rule_with_a_path_applies_only_there() {
     let book = FaultBook::new(1);
     book.add([rule(r#"{"fault":"503","path":"/v1/models"}"#)]);
     assert_eq!(book.choose(None, "/v1/images/generations", &config), None);
-    assert_eq!(book.choose(None, "/v1/models", &config).unwrap().kind, FaultKind::Unavailable503);
+    assert_eq!(
+        book.choose(None, "/v1/models", &config).unwrap().kind,
+        FaultKind::Unavailable503
+    );
 }
 
 #[test]
@@ -73,12 +81,21 @@ fn random_faults_follow_the_rate() {
         ..SimConfig::default()
     };
     let book = FaultBook::new(42);
-    let faults: Vec<_> =
-        (0..2000).filter_map(|_| book.choose(None, "/v1/images/generations", &config)).collect();
-    assert!((450..750).contains(&faults.len()), "{} faults out of 2000", faults.len());
+    let faults: Vec<_> = (0..2000)
+        .filter_map(|_| book.choose(None, "/v1/images/generations", &config))
+        .collect();
+    assert!(
+        (450..750).contains(&faults.len()),
+        "{} faults out of 2000",
+        faults.len()
+    );
     assert!(faults.iter().any(|f| f.kind == FaultKind::BadGateway502));
     assert!(faults.iter().any(|f| f.kind == FaultKind::RateLimit));
-    assert!(faults.iter().all(|f| matches!(f.kind, FaultKind::BadGateway502 | FaultKind::RateLimit)));
+    assert!(
+        faults
+            .iter()
+            .all(|f| matches!(f.kind, FaultKind::BadGateway502 | FaultKind::RateLimit))
+    );
     assert_eq!(book.choose(None, "/v1/models", &config), None);
     let never = SimConfig::default();
     assert!((0..100).all(|_| book.choose(None, "/v1/responses", &never).is_none()));

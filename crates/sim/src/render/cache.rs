@@ -38,7 +38,10 @@ pub struct RenderCache {
 impl RenderCache {
     /// A cache that holds at most `max_bytes` of base64 text (0 disables caching).
     pub fn new(max_bytes: usize) -> Self {
-        Self { max_bytes, inner: Mutex::new(Inner::default()) }
+        Self {
+            max_bytes,
+            inner: Mutex::new(Inner::default()),
+        }
     }
 
     /// The image for `key`, marking it as recently used.
@@ -75,7 +78,9 @@ impl RenderCache {
         inner.order.insert(tick, key);
         inner.bytes += size;
         while inner.bytes > self.max_bytes {
-            let Some((_, oldest)) = inner.order.pop_first() else { break };
+            let Some((_, oldest)) = inner.order.pop_first() else {
+                break;
+            };
             if let Some((evicted, _)) = inner.entries.remove(&oldest) {
                 inner.bytes = inner.bytes.saturating_sub(evicted.b64_len());
             }
@@ -104,7 +109,10 @@ mod tests {
 
     fn key(seed: u64) -> CacheKey {
         CacheKey {
-            dimensions: Dimensions { width: 16, height: 16 },
+            dimensions: Dimensions {
+                width: 16,
+                height: 16,
+            },
             format: OutputFormat::Png,
             quality: Quality::Low,
             compression: None,
@@ -116,7 +124,10 @@ mod tests {
     fn image(len: usize) -> RenderedImage {
         RenderedImage {
             format: OutputFormat::Png,
-            dimensions: Dimensions { width: 16, height: 16 },
+            dimensions: Dimensions {
+                width: 16,
+                height: 16,
+            },
             b64: Arc::from("A".repeat(len)),
         }
     }

@@ -62,7 +62,9 @@ pub fn glyph(c: char) -> [u8; 7] {
 /// Width in image pixels of `text` drawn at `scale` (no trailing spacing column).
 pub fn text_width(text: &str, scale: u32) -> u32 {
     let chars = u32::try_from(text.chars().count()).unwrap_or(u32::MAX);
-    (chars.saturating_mul(ADVANCE)).saturating_sub(1).saturating_mul(scale)
+    (chars.saturating_mul(ADVANCE))
+        .saturating_sub(1)
+        .saturating_mul(scale)
 }
 
 /// Height in image pixels of a line drawn at `scale`.
@@ -113,7 +115,10 @@ mod tests {
     #[test]
     fn every_glyph_fits_five_columns() {
         for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -.:/#?".chars() {
-            assert!(glyph(c).iter().all(|row| *row < 0x20), "glyph {c} is wider than 5 columns");
+            assert!(
+                glyph(c).iter().all(|row| *row < 0x20),
+                "glyph {c} is wider than 5 columns"
+            );
         }
     }
 

@@ -143,8 +143,10 @@ pub fn render_variants(
     spec: &RenderSpec,
     variants: &[Variant],
 ) -> Result<Vec<RenderedImage>, RenderError> {
-    let mut found: Vec<Option<RenderedImage>> =
-        variants.iter().map(|variant| cache.get(&CacheKey::new(spec, *variant))).collect();
+    let mut found: Vec<Option<RenderedImage>> = variants
+        .iter()
+        .map(|variant| cache.get(&CacheKey::new(spec, *variant)))
+        .collect();
     if found.iter().any(Option::is_none) {
         let base = render_base(spec)?;
         for (slot, variant) in found.iter_mut().zip(variants) {
@@ -159,8 +161,11 @@ pub fn render_variants(
                     encode(&coarse, spec.format, spec.compression)?
                 }
             };
-            let image =
-                RenderedImage { format: spec.format, dimensions: spec.dimensions, b64: BASE64.encode(bytes).into() };
+            let image = RenderedImage {
+                format: spec.format,
+                dimensions: spec.dimensions,
+                b64: BASE64.encode(bytes).into(),
+            };
             cache.insert(CacheKey::new(spec, *variant), image.clone());
             *slot = Some(image);
         }
@@ -179,7 +184,12 @@ pub fn render_base(spec: &RenderSpec) -> Result<RgbImage, RenderError> {
     let second = hsv(((seed >> 9) % 180 + 90 + seed % 360) as f32, 0.75, 0.55);
     let angle = ((seed >> 20) % 628) as f32 / 100.0;
     let (dx, dy) = (angle.cos(), angle.sin());
-    let corners = [0.0, width as f32 * dx, height as f32 * dy, width as f32 * dx + height as f32 * dy];
+    let corners = [
+        0.0,
+        width as f32 * dx,
+        height as f32 * dy,
+        width as f32 * dx + height as f32 * dy,
+    ];
     let low = corners.iter().copied().fold(f32::INFINITY, f32::min);
     let high = corners.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let span = (high - low).max(1.0);
@@ -195,20 +205,27 @@ pub fn render_base(spec: &RenderSpec) -> Result<RgbImage, RenderError> {
     let band_bottom = height * 5 / 8;
     let grain = noise_tile(seed, noise);
     let base: [f32; 3] = first.map(|c| c * 255.0);
-    let delta: [f32; 3] = [0, 1, 2].map(|i| {
-        (second.get(i).copied().unwrap_or(0.0) - first.get(i).copied().unwrap_or(0.0)) * 255.0
-    });
+    let delta: [f32; 3] = [0, 1, 2]
+        .map(|i| (second.get(i).copied().unwrap_or(0.0) - first.get(i).copied().unwrap_or(0.0)) * 255.0);
     let row_len = width as usize * 3;
     let mut pixels = vec![0u8; row_len * height as usize];
     for (y, row) in (0u32..).zip(pixels.chunks_exact_mut(row_len)) {
-        let dim = if (band_top..band_bottom).contains(&y) { 0.3 } else { 1.0 };
+        let dim = if (band_top..band_bottom).contains(&y) {
+            0.3
+        } else {
+            1.0
+        };
         let row_offset = y as f32 * dy - low;
         let dist_y = (y as f32 - centre_y).powi(2);
         let grain_row = grain.get((y as usize % NOISE_TILE) * NOISE_TILE..).unwrap_or(&[]);
         for (x, pixel) in (0u32..).zip(row.chunks_exact_mut(3)) {
             let t = (x as f32 * dx + row_offset) / span;
             let distance = ((x as f32 - centre_x).powi(2) + dist_y).sqrt();
-            let shade = if (distance / ring) as u32 % 2 == 0 { dim } else { 0.82 * dim };
+            let shade = if (distance / ring) as u32 % 2 == 0 {
+                dim
+            } else {
+                0.82 * dim
+            };
             let noise = grain_row.get(x as usize % NOISE_TILE).copied().unwrap_or(0.0);
             for ((out, b), d) in pixel.iter_mut().zip(base).zip(delta) {
                 *out = ((b + d * t) * shade + noise).clamp(0.0, 255.0) as u8;
@@ -226,7 +243,12 @@ fn draw_banner(image: &mut RgbImage, spec: &RenderSpec, band_top: u32, band_bott
     let title = "SIMULATED";
     let title_scale = font::fit_scale(title, width * 4 / 5, band * 11 / 20);
     let title_height = font::text_height(title_scale);
-    let caption = format!("IMAGEGATE-SIM {} {} #{:06X}", spec.dimensions, spec.quality, spec.seed >> 40);
+    let caption = format!(
+        "IMAGEGATE-SIM {} {} #{:06X}",
+        spec.dimensions,
+        spec.quality,
+        spec.seed >> 40
+    );
     let caption_scale = font::fit_scale(&caption, width * 7 / 10, band / 8);
     let gap = band / 12;
     let block = title_height + gap + font::text_height(caption_scale);
@@ -235,7 +257,14 @@ fn draw_banner(image: &mut RgbImage, spec: &RenderSpec, band_top: u32, band_bott
     font::draw_text(image, title, title_x, top, title_scale, Rgb([255, 255, 255]));
     let caption_x = width.saturating_sub(font::text_width(&caption, caption_scale)) / 2;
     let caption_y = top + title_height + gap;
-    font::draw_text(image, &caption, caption_x, caption_y, caption_scale, Rgb([255, 226, 120]));
+    font::draw_text(
+        image,
+        &caption,
+        caption_x,
+        caption_y,
+        caption_scale,
+        Rgb([255, 226, 120]),
+    );
 }
 
 /// Edge of the square tile of grain repeated over the picture.
@@ -267,7 +296,11 @@ fn hsv(hue: f32, saturation: f32, value: f32) -> [f32; 3] {
 
 /// Encodes `image` as `format`. PNG uses fast deflate, JPEG takes `compression` as its quality (default
 /// 100, like the API's `output_compression`), WebP is lossless.
-pub fn encode(image: &RgbImage, format: OutputFormat, compression: Option<u8>) -> Result<Vec<u8>, RenderError> {
+pub fn encode(
+    image: &RgbImage,
+    format: OutputFormat,
+    compression: Option<u8>,
+) -> Result<Vec<u8>, RenderError> {
     let mut out = Cursor::new(Vec::new());
     match format {
         OutputFormat::Png => {

@@ -24,7 +24,10 @@ pub fn pixelate(image: &RgbImage, block: u32) -> RgbImage {
         row.clear();
         for block_x in (0..width).step_by(block as usize) {
             let columns = block.min(width - block_x);
-            let Rgb(colour) = image.get_pixel_checked(block_x + columns / 2, sample_y).copied().unwrap_or(Rgb([0; 3]));
+            let Rgb(colour) = image
+                .get_pixel_checked(block_x + columns / 2, sample_y)
+                .copied()
+                .unwrap_or(Rgb([0; 3]));
             for _ in 0..columns {
                 row.extend_from_slice(&colour);
             }

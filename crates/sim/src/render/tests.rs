@@ -5,7 +5,13 @@ use image::{GenericImageView, ImageFormat};
 use super::*;
 
 fn spec(width: u32, height: u32, format: OutputFormat, seed: u64) -> RenderSpec {
-    RenderSpec { dimensions: Dimensions { width, height }, format, quality: Quality::Medium, compression: None, seed }
+    RenderSpec {
+        dimensions: Dimensions { width, height },
+        format,
+        quality: Quality::Medium,
+        compression: None,
+        seed,
+    }
 }
 
 fn decode(image: &RenderedImage) -> (ImageFormat, image::DynamicImage) {
@@ -27,7 +33,13 @@ fn encodes_each_format_at_the_requested_size() {
         let (found, decoded) = decode(&images[0]);
         assert_eq!(found, expected);
         assert_eq!(decoded.dimensions(), (160, 96));
-        assert_eq!(images[0].dimensions, Dimensions { width: 160, height: 96 });
+        assert_eq!(
+            images[0].dimensions,
+            Dimensions {
+                width: 160,
+                height: 96
+            }
+        );
     }
 }
 
@@ -35,7 +47,12 @@ fn encodes_each_format_at_the_requested_size() {
 fn different_prompts_and_indexes_give_different_pictures() {
     let cache = RenderCache::new(0);
     let render = |seed| {
-        let images = render_variants(&cache, &spec(128, 128, OutputFormat::Png, seed), &[Variant::Final]).unwrap();
+        let images = render_variants(
+            &cache,
+            &spec(128, 128, OutputFormat::Png, seed),
+            &[Variant::Final],
+        )
+        .unwrap();
         decode(&images[0]).1.to_rgb8().into_raw()
     };
     let cat = render(image_seed("a cat", 0));
@@ -55,7 +72,9 @@ fn the_banner_says_simulated_in_white() {
     // pure white inside the darkened band.
     assert!(white > 20_000, "only {white} white pixels");
     let band_row = 1024 * 3 / 8 + 2;
-    let dark = (0..1024).filter(|x| image.get_pixel(*x, band_row).0.iter().all(|c| *c < 120)).count();
+    let dark = (0..1024)
+        .filter(|x| image.get_pixel(*x, band_row).0.iter().all(|c| *c < 120))
+        .count();
     assert!(dark > 900, "band row is not dark: {dark}");
 }
 
@@ -74,9 +93,18 @@ fn partials_are_coarser_than_the_final_image() {
         rgb.pixels().map(|p| p.0).collect::<HashSet<_>>().len()
     };
     let (coarse, finer, full) = (distinct(&images[0]), distinct(&images[1]), distinct(&images[2]));
-    assert!(coarse < finer && finer < full, "distinct colours {coarse} {finer} {full}");
-    assert!(coarse <= 256, "16 px blocks on 256x256 give at most (256/16)^2 colours: {coarse}");
-    assert!(finer <= 1024, "8 px blocks give at most (256/8)^2 colours: {finer}");
+    assert!(
+        coarse < finer && finer < full,
+        "distinct colours {coarse} {finer} {full}"
+    );
+    assert!(
+        coarse <= 256,
+        "16 px blocks on 256x256 give at most (256/16)^2 colours: {coarse}"
+    );
+    assert!(
+        finer <= 1024,
+        "8 px blocks give at most (256/8)^2 colours: {finer}"
+    );
     for image in &images {
         assert_eq!(decode(image).1.dimensions(), (256, 256));
     }

@@ -4,7 +4,8 @@
 
 use imagegate_codec::wire::responses::{PartialImagePayload, ResponseError};
 use imagegate_codec::wire::{
-    ImageGenerationCall, OutputItem, ResponseEvent, ResponseEventSequencer, ResponseStatus, ResponseStreamEvent,
+    ImageGenerationCall, OutputItem, ResponseEvent, ResponseEventSequencer, ResponseStatus,
+    ResponseStreamEvent,
 };
 
 use super::ResponsesPlan;
@@ -14,18 +15,26 @@ use crate::simulator::ImageOutcome;
 pub fn prelude(plan: &ResponsesPlan, sequencer: &mut ResponseEventSequencer) -> Vec<ResponseStreamEvent> {
     let envelope = Box::new(plan.envelope.clone());
     let mut events = vec![
-        sequencer.number(ResponseEvent::Created { response: envelope.clone() }),
+        sequencer.number(ResponseEvent::Created {
+            response: envelope.clone(),
+        }),
         sequencer.number(ResponseEvent::InProgress { response: envelope }),
     ];
     if plan.job.is_some() {
         let item_id = plan.image_call_id.clone();
         let item = OutputItem::ImageGenerationCall(ImageGenerationCall::in_progress(item_id.clone()));
-        events.push(sequencer.number(ResponseEvent::OutputItemAdded { output_index: 0, item }));
+        events.push(sequencer.number(ResponseEvent::OutputItemAdded {
+            output_index: 0,
+            item,
+        }));
         events.push(sequencer.number(ResponseEvent::ImageGenerationCallInProgress {
             output_index: 0,
             item_id: item_id.clone(),
         }));
-        events.push(sequencer.number(ResponseEvent::ImageGenerationCallGenerating { output_index: 0, item_id }));
+        events.push(sequencer.number(ResponseEvent::ImageGenerationCallGenerating {
+            output_index: 0,
+            item_id,
+        }));
     }
     events
 }
@@ -54,16 +63,25 @@ pub fn finish(
             };
             events.push(sequencer.number(ResponseEvent::ImageGenerationCallPartialImage(payload)));
         }
-        events.push(sequencer.number(ResponseEvent::ImageGenerationCallCompleted { output_index: 0, item_id }));
+        events.push(sequencer.number(ResponseEvent::ImageGenerationCallCompleted {
+            output_index: 0,
+            item_id,
+        }));
         let item = OutputItem::ImageGenerationCall(plan.image_call(outcome));
-        events.push(sequencer.number(ResponseEvent::OutputItemDone { output_index: 0, item }));
+        events.push(sequencer.number(ResponseEvent::OutputItemDone {
+            output_index: 0,
+            item,
+        }));
     }
     let item_id = plan.message_id.clone();
     let text = plan.message_text();
     let output_index = message_index;
     let message = |completed| OutputItem::Message(plan.message(completed));
     events.extend([
-        sequencer.number(ResponseEvent::OutputItemAdded { output_index, item: message(false) }),
+        sequencer.number(ResponseEvent::OutputItemAdded {
+            output_index,
+            item: message(false),
+        }),
         sequencer.number(ResponseEvent::ContentPartAdded {
             item_id: item_id.clone(),
             output_index,
@@ -90,18 +108,33 @@ pub fn finish(
             content_index: 0,
             part: plan.text_part(text),
         }),
-        sequencer.number(ResponseEvent::OutputItemDone { output_index, item: message(true) }),
-        sequencer.number(ResponseEvent::Completed { response: Box::new(plan.completed(outcome)) }),
+        sequencer.number(ResponseEvent::OutputItemDone {
+            output_index,
+            item: message(true),
+        }),
+        sequencer.number(ResponseEvent::Completed {
+            response: Box::new(plan.completed(outcome)),
+        }),
     ]);
     events
 }
 
 /// `response.failed` for a call that broke after the stream started.
-pub fn failed(plan: &ResponsesPlan, code: &str, message: &str, sequencer: &mut ResponseEventSequencer) -> ResponseStreamEvent {
+pub fn failed(
+    plan: &ResponsesPlan,
+    code: &str,
+    message: &str,
+    sequencer: &mut ResponseEventSequencer,
+) -> ResponseStreamEvent {
     let mut envelope = plan.envelope.clone();
     envelope.status = ResponseStatus::Failed;
-    envelope.error = Some(ResponseError { code: code.to_owned(), message: message.to_owned() });
-    sequencer.number(ResponseEvent::Failed { response: Box::new(envelope) })
+    envelope.error = Some(ResponseError {
+        code: code.to_owned(),
+        message: message.to_owned(),
+    });
+    sequencer.number(ResponseEvent::Failed {
+        response: Box::new(envelope),
+    })
 }
 
 /// Every event of a successful call, numbered from 0.

@@ -16,11 +16,17 @@ fn png_b64(width: u32, height: u32) -> String {
         compression: None,
         seed: 1,
     };
-    render_variants(&RenderCache::new(0), &spec, &[Variant::Final]).unwrap()[0].b64.to_string()
+    render_variants(&RenderCache::new(0), &spec, &[Variant::Final]).unwrap()[0]
+        .b64
+        .to_string()
 }
 
 fn ids() -> PlanIds {
-    PlanIds { response: "resp_1".into(), image_call: "ig_1".into(), message: "msg_1".into() }
+    PlanIds {
+        response: "resp_1".into(),
+        image_call: "ig_1".into(),
+        message: "msg_1".into(),
+    }
 }
 
 fn plan(body: serde_json::Value, with_image: bool) -> ResponsesPlan {
@@ -46,7 +52,10 @@ fn reads_text_and_image_sizes_from_the_input_list() {
     let input = ResponsesInput::read(body.as_object().unwrap());
     assert_eq!(input.text, "make it blue\nand bigger");
     assert_eq!(input.instructions, "be brief");
-    assert_eq!(input.images, vec![Dimensions::new(48, 32), Dimensions::new(16, 16)]);
+    assert_eq!(
+        input.images,
+        vec![Dimensions::new(48, 32), Dimensions::new(16, 16)]
+    );
 }
 
 #[test]
@@ -75,11 +84,25 @@ fn plans_an_edit_when_images_are_given_and_echoes_the_tool() {
 fn no_image_without_tool_with_tool_choice_none_or_when_told() {
     let tool = json!([{"type": "image_generation"}]);
     assert!(plan(json!({"model": "gpt-5", "input": "hi"}), true).job.is_none());
-    assert!(plan(json!({"model": "gpt-5", "input": "hi", "tools": tool, "tool_choice": "none"}), true).job.is_none());
-    assert!(plan(json!({"model": "gpt-5", "input": "hi", "tools": tool}), false).job.is_none());
+    assert!(
+        plan(
+            json!({"model": "gpt-5", "input": "hi", "tools": tool, "tool_choice": "none"}),
+            true
+        )
+        .job
+        .is_none()
+    );
+    assert!(
+        plan(json!({"model": "gpt-5", "input": "hi", "tools": tool}), false)
+            .job
+            .is_none()
+    );
     let generate = plan(json!({"model": "gpt-5", "input": "hi", "tools": tool}), true);
     let job = generate.job.as_ref().unwrap();
-    assert_eq!((job.kind, job.size, job.partial_images), (JobKind::Generate, ImageSize::Auto, 0));
+    assert_eq!(
+        (job.kind, job.size, job.partial_images),
+        (JobKind::Generate, ImageSize::Auto, 0)
+    );
 }
 
 #[tokio::test]
@@ -89,7 +112,10 @@ async fn stream_events_follow_the_wire_order() {
                "tools": [{"type": "image_generation", "size": "1024x1024", "partial_images": 2}]}),
         true,
     );
-    let outcome = Simulator::new(&SimConfig::default()).generate(plan.job.as_ref().unwrap()).await.unwrap();
+    let outcome = Simulator::new(&SimConfig::default())
+        .generate(plan.job.as_ref().unwrap())
+        .await
+        .unwrap();
     let events = events::all(&plan, Some(&outcome));
     let types: Vec<&str> = events.iter().map(|e| e.event.event_type()).collect();
     assert_eq!(
@@ -114,9 +140,13 @@ async fn stream_events_follow_the_wire_order() {
         ]
     );
     assert!(events.iter().zip(0u64..).all(|(e, n)| e.sequence_number == n));
-    let ResponseEvent::Completed { response } = &events[15].event else { panic!("last is not completed") };
+    let ResponseEvent::Completed { response } = &events[15].event else {
+        panic!("last is not completed")
+    };
     assert_eq!(response.status, ResponseStatus::Completed);
-    let OutputItem::ImageGenerationCall(call) = &response.output[0] else { panic!("first output is not the call") };
+    let OutputItem::ImageGenerationCall(call) = &response.output[0] else {
+        panic!("first output is not the call")
+    };
     assert_eq!(call.result.as_deref(), Some(&*outcome.images[0].b64));
     assert_eq!(call.size.as_deref(), Some("1024x1024"));
     assert_eq!(response.tool_usage.unwrap().image_gen, Some(outcome.usage));

@@ -47,7 +47,10 @@ pub struct StatsAnswer {
 /// The `/sim/...` routes.
 pub fn routes() -> Router<SimState> {
     Router::new()
-        .route("/sim/faults", post(add_faults).get(list_faults).delete(clear_faults))
+        .route(
+            "/sim/faults",
+            post(add_faults).get(list_faults).delete(clear_faults),
+        )
         .route("/sim/stats", get(stats))
         .route("/sim/stats/reset", post(reset_stats))
 }
@@ -58,17 +61,24 @@ async fn add_faults(State(state): State<SimState>, body: Bytes) -> Response {
         Ok(RulesBody::One(rule)) => vec![rule],
         Err(_) => {
             // Parse again as one rule to report the precise problem (unknown fault name, unknown key).
-            let detail = serde_json::from_slice::<FaultRule>(&body).err().map_or_else(String::new, |e| e.to_string());
+            let detail = serde_json::from_slice::<FaultRule>(&body)
+                .err()
+                .map_or_else(String::new, |e| e.to_string());
             let message = format!("Invalid fault script: {detail}");
             return ApiFailure::invalid_request(&message, None, None).into_response();
         }
     };
     state.faults().add(rules);
-    Json(RulesAnswer { rules: state.faults().rules() }).into_response()
+    Json(RulesAnswer {
+        rules: state.faults().rules(),
+    })
+    .into_response()
 }
 
 async fn list_faults(State(state): State<SimState>) -> Json<RulesAnswer> {
-    Json(RulesAnswer { rules: state.faults().rules() })
+    Json(RulesAnswer {
+        rules: state.faults().rules(),
+    })
 }
 
 async fn clear_faults(State(state): State<SimState>) -> Json<RulesAnswer> {
@@ -77,10 +87,16 @@ async fn clear_faults(State(state): State<SimState>) -> Json<RulesAnswer> {
 }
 
 async fn stats(State(state): State<SimState>) -> Json<StatsAnswer> {
-    Json(StatsAnswer { stats: state.stats_snapshot(), cache: state.simulator().cache_counters() })
+    Json(StatsAnswer {
+        stats: state.stats_snapshot(),
+        cache: state.simulator().cache_counters(),
+    })
 }
 
 async fn reset_stats(State(state): State<SimState>) -> Json<StatsAnswer> {
     state.stats().reset();
-    Json(StatsAnswer { stats: state.stats_snapshot(), cache: state.simulator().cache_counters() })
+    Json(StatsAnswer {
+        stats: state.stats_snapshot(),
+        cache: state.simulator().cache_counters(),
+    })
 }

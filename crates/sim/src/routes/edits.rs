@@ -30,10 +30,16 @@ pub async fn edits(
 }
 
 async fn decode(state: &SimState, headers: &HeaderMap, body: Body) -> Result<(ImageJob, bool), ApiFailure> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let boundary = boundary(content_type)?;
     let form = decode_edit(body.into_data_stream(), &boundary).await?;
     let params = validate_edit(form.draft, &state.config().catalog).map_err(ApiError::from)?;
     let inputs = form.images.iter().map(|image| image.info.dimensions).collect();
-    Ok((ImageJob::from_params(&params, JobKind::Edit, inputs), params.stream))
+    Ok((
+        ImageJob::from_params(&params, JobKind::Edit, inputs),
+        params.stream,
+    ))
 }

@@ -27,14 +27,22 @@ pub async fn generations(
 
 /// Renders `job` and answers with the Images API JSON, or with the `image_generation.*` / `image_edit.*`
 /// event stream when `stream` is set.
-pub async fn answer_images(state: &SimState, context: &RequestContext, job: &ImageJob, stream: bool) -> Response {
+pub async fn answer_images(
+    state: &SimState,
+    context: &RequestContext,
+    job: &ImageJob,
+    stream: bool,
+) -> Response {
     let outcome = match state.simulator().generate(job).await {
         Ok(outcome) => outcome,
         Err(error) => return ApiFailure::internal(&error.to_string()).into_response(),
     };
     let deadline = context.start + context.latency;
     if stream {
-        let frames = image_stream_events(&outcome, !context.no_image()).iter().map(|e| e.to_sse()).collect();
+        let frames = image_stream_events(&outcome, !context.no_image())
+            .iter()
+            .map(|e| e.to_sse())
+            .collect();
         return sse_response(paced(frames, context.start, deadline, context.mid_stream_stall()));
     }
     tokio::time::sleep_until(deadline).await;

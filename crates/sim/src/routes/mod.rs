@@ -56,7 +56,9 @@ impl RequestContext {
 
     /// The pause after the first bytes, for `stall_mid_stream`.
     pub fn mid_stream_stall(&self) -> Option<Duration> {
-        self.fault.filter(|f| f.kind == FaultKind::StallMidStream).map(|f| f.stall)
+        self.fault
+            .filter(|f| f.kind == FaultKind::StallMidStream)
+            .map(|f| f.stall)
     }
 }
 
@@ -79,12 +81,23 @@ pub fn router(state: SimState) -> Router {
 
 async fn not_found(request: Request) -> Response {
     let message = format!("Invalid URL ({} {})", request.method(), request.uri().path());
-    ApiFailure::new(StatusCode::NOT_FOUND, &message, "invalid_request_error", None, None).into_response()
+    ApiFailure::new(
+        StatusCode::NOT_FOUND,
+        &message,
+        "invalid_request_error",
+        None,
+        None,
+    )
+    .into_response()
 }
 
 /// The bearer token of a request, if present and non-empty.
 pub fn bearer_token(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .trim();
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
@@ -103,7 +116,13 @@ async fn gate(State(state): State<SimState>, mut request: Request, next: Next) -
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         parts.headers.insert("x-request-id", value);
     }
-    Response::from_parts(parts, Body::new(Tracked { inner: body, _in_flight: guard }))
+    Response::from_parts(
+        parts,
+        Body::new(Tracked {
+            inner: body,
+            _in_flight: guard,
+        }),
+    )
 }
 
 async fn admit(

@@ -19,7 +19,9 @@ fn entries(state: &SimState) -> Vec<ModelEntry> {
     ids.extend(catalog.aliases().keys().cloned());
     ids.extend(MAIN_MODELS.iter().map(|id| (*id).to_owned()));
     ids.dedup();
-    ids.into_iter().map(|id| ModelEntry::new(id, CREATED, "system")).collect()
+    ids.into_iter()
+        .map(|id| ModelEntry::new(id, CREATED, "system"))
+        .collect()
 }
 
 /// Handler of `GET /v1/models`.

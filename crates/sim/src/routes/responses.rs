@@ -28,7 +28,11 @@ pub async fn create(
         Ok(plan) => plan,
         Err(failure) => return failure.into_response(),
     };
-    if plan.stream { stream_answer(state, context, plan) } else { json_answer(&state, &context, &plan).await }
+    if plan.stream {
+        stream_answer(state, context, plan)
+    } else {
+        json_answer(&state, &context, &plan).await
+    }
 }
 
 fn plan(state: &SimState, context: &RequestContext, body: &[u8]) -> Result<ResponsesPlan, ApiFailure> {
@@ -42,7 +46,13 @@ fn plan(state: &SimState, context: &RequestContext, body: &[u8]) -> Result<Respo
         image_call: simulator.next_id("ig"),
         message: simulator.next_id("msg"),
     };
-    Ok(ResponsesPlan::new(&request, model, &tools, ids, !context.no_image()))
+    Ok(ResponsesPlan::new(
+        &request,
+        model,
+        &tools,
+        ids,
+        !context.no_image(),
+    ))
 }
 
 async fn json_answer(state: &SimState, context: &RequestContext, plan: &ResponsesPlan) -> Response {
@@ -64,7 +74,10 @@ async fn json_answer(state: &SimState, context: &RequestContext, plan: &Response
 
 fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) -> Response {
     let mut sequencer = ResponseEventSequencer::new();
-    let prelude: Vec<Bytes> = events::prelude(&plan, &mut sequencer).iter().map(|e| e.to_sse()).collect();
+    let prelude: Vec<Bytes> = events::prelude(&plan, &mut sequencer)
+        .iter()
+        .map(|e| e.to_sse())
+        .collect();
     let deadline = context.start + context.latency;
     let stall = context.mid_stream_stall();
     let rest = async move {
@@ -75,7 +88,10 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
             Some(job) => match state.simulator().generate(job).await {
                 Ok(outcome) => {
                     let image_frames = outcome.partials.first().map_or(0, Vec::len) + 1;
-                    (events::finish(&plan, Some(&outcome), &mut sequencer), image_frames)
+                    (
+                        events::finish(&plan, Some(&outcome), &mut sequencer),
+                        image_frames,
+                    )
                 }
                 Err(error) => {
                     let failed = events::failed(&plan, "server_error", &error.to_string(), &mut sequencer);
@@ -88,6 +104,8 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
         let tail = frames.split_off(image_frames.min(frames.len()));
         paced(frames, Instant::now(), deadline, None).chain(stream::iter(tail.into_iter().map(Ok)))
     };
-    let body = stream::iter(prelude.into_iter().map(Ok)).chain(stream::once(rest).flatten()).boxed();
+    let body = stream::iter(prelude.into_iter().map(Ok))
+        .chain(stream::once(rest).flatten())
+        .boxed();
     sse_response(body)
 }

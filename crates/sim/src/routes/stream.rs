@@ -29,7 +29,9 @@ pub fn paced(frames: Vec<Bytes>, from: Instant, until: Instant, stall: Option<Du
         {
             tokio::time::sleep(pause).await;
         }
-        let offset = span.checked_mul(index.saturating_add(1)).map_or(span, |d| d / count);
+        let offset = span
+            .checked_mul(index.saturating_add(1))
+            .map_or(span, |d| d / count);
         tokio::time::sleep_until(from + offset).await;
         Some((Ok(frame), (frames, stall)))
     })
@@ -40,7 +42,10 @@ pub fn paced(frames: Vec<Bytes>, from: Instant, until: Instant, stall: Option<Du
 pub fn sse_response(frames: FrameStream) -> Response {
     let mut response = Response::new(Body::from_stream(frames));
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }
@@ -58,7 +63,9 @@ pub fn json_body(json: Vec<u8>, stall: Option<Duration>) -> Response {
         }
     };
     let mut response = Response::new(body);
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -68,13 +75,21 @@ mod tests {
 
     async fn collect(stream: FrameStream) -> Vec<(Bytes, Duration)> {
         let start = Instant::now();
-        stream.map(|frame| (frame.unwrap_or_default(), start.elapsed())).collect().await
+        stream
+            .map(|frame| (frame.unwrap_or_default(), start.elapsed()))
+            .collect()
+            .await
     }
 
     #[tokio::test(start_paused = true)]
     async fn frames_are_spread_over_the_latency() {
         let start = Instant::now();
-        let frames = vec![Bytes::from("a"), Bytes::from("b"), Bytes::from("c"), Bytes::from("d")];
+        let frames = vec![
+            Bytes::from("a"),
+            Bytes::from("b"),
+            Bytes::from("c"),
+            Bytes::from("d"),
+        ];
         let sent = collect(paced(frames, start, start + Duration::from_millis(400), None)).await;
         let times: Vec<u128> = sent.iter().map(|(_, t)| t.as_millis()).collect();
         assert_eq!(times, vec![100, 200, 300, 400]);
@@ -88,7 +103,13 @@ mod tests {
         let sent = collect(paced(frames, start, start, Some(Duration::from_secs(30)))).await;
         assert_eq!(sent[0].1.as_secs(), 0);
         assert_eq!(sent[1].1.as_secs(), 30);
-        let single = collect(paced(vec![Bytes::from("x")], start, start, Some(Duration::from_secs(5)))).await;
+        let single = collect(paced(
+            vec![Bytes::from("x")],
+            start,
+            start,
+            Some(Duration::from_secs(5)),
+        ))
+        .await;
         assert!(single[0].1.as_secs() >= 5);
     }
 }

@@ -82,11 +82,16 @@ pub async fn send(app: &Router, request: Request<Body>) -> Answer {
     let response = app.clone().oneshot(request).await.unwrap();
     let (parts, body) = response.into_parts();
     let body = body.collect().await.unwrap().to_bytes();
-    Answer { status: parts.status, headers: parts.headers, body }
+    Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
 }
 
 pub fn generation(prompt: &str, extra: Value) -> Value {
-    let mut body = serde_json::json!({"model": "gpt-image-2", "prompt": prompt, "size": "1024x640", "quality": "low"});
+    let mut body =
+        serde_json::json!({"model": "gpt-image-2", "prompt": prompt, "size": "1024x640", "quality": "low"});
     if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
         body.extend(extra);
     }
@@ -96,7 +101,9 @@ pub fn generation(prompt: &str, extra: Value) -> Value {
 /// Decodes base64 image data and returns (format, width, height).
 pub fn decode_image(b64: &Value) -> (image::ImageFormat, u32, u32) {
     use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(b64.as_str().unwrap()).unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.as_str().unwrap())
+        .unwrap();
     let format = image::guess_format(&bytes).unwrap();
     let decoded = image::load_from_memory(&bytes).unwrap();
     (format, decoded.width(), decoded.height())
@@ -123,7 +130,8 @@ pub fn multipart(fields: &[(&str, &str)], files: &[(&str, &str, Vec<u8>)]) -> (S
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                .as_bytes(),
         );
     }
     for (name, filename, bytes) in files {
