@@ -40,6 +40,10 @@ pub(crate) async fn call(
     let deadline_at = started + deadline;
     let endpoint = call.endpoint();
     let is_stream = call.is_stream();
+    let finals_expected = match call {
+        UpstreamCall::Generate { params } | UpstreamCall::Edit { params, .. } => usize::from(params.n),
+        UpstreamCall::Respond { .. } => 1,
+    };
     let body = match call {
         UpstreamCall::Generate { params } => RequestBody::Json(images::generation_body(params)?),
         UpstreamCall::Edit { params, images, mask } => {
@@ -87,6 +91,7 @@ pub(crate) async fn call(
         return Ok(Reply::Events(stream::relay(
             response,
             endpoint,
+            finals_expected,
             deadline_at,
             deadline,
         )));

@@ -10,7 +10,11 @@
 //! - the body ends before a final event (`image_generation.completed`, `image_edit.completed`,
 //!   `response.completed`, `response.failed`, `response.incomplete`): [`crate::FailureKind::Transient`].
 //!
-//! A `data: [DONE]` sentinel ends the stream and is not relayed.
+//! The stream ends without reading further once the expected number of final events has been
+//! relayed (`n` for the Images API, one for the Responses API), so an upstream that keeps the
+//! connection open after its last event costs nothing. After at least one final event, the end of
+//! the body or the deadline end the stream quietly. A `data: [DONE]` sentinel ends the stream and is
+//! not relayed.
 
 use std::time::Duration;
 
@@ -32,6 +36,7 @@ use crate::reply::EventStream;
 pub(crate) fn relay(
     response: reqwest::Response,
     endpoint: Endpoint,
+    finals_expected: usize,
     deadline_at: Instant,
     deadline: Duration,
 ) -> EventStream {
@@ -39,7 +44,7 @@ pub(crate) fn relay(
         .bytes_stream()
         .map(|chunk| chunk.map_err(|err| classify_transport(&err)))
         .boxed();
-    relay_chunks(body, endpoint, deadline_at, deadline)
+    relay_chunks(body, endpoint, finals_expected, deadline_at, deadline)
 }
 
 struct Relay {
@@ -48,7 +53,8 @@ struct Relay {
     endpoint: Endpoint,
     deadline_at: Instant,
     deadline: Duration,
-    finished: bool,
+    finals_expected: usize,
+    finals_seen: usize,
     done: bool,
 }
 
@@ -56,6 +62,7 @@ struct Relay {
 pub(crate) fn relay_chunks(
     body: BoxStream<'static, Result<Bytes, Failure>>,
     endpoint: Endpoint,
+    finals_expected: usize,
     deadline_at: Instant,
     deadline: Duration,
 ) -> EventStream {
@@ -65,7 +72,8 @@ pub(crate) fn relay_chunks(
         endpoint,
         deadline_at,
         deadline,
-        finished: false,
+        finals_expected: finals_expected.max(1),
+        finals_seen: 0,
         done: false,
     };
     futures::stream::unfold(state, |mut state| async move {
@@ -85,7 +93,8 @@ impl Relay {
                 match self.inspect(&event) {
                     Seen::Relay => return Some(Ok(event)),
                     Seen::Final => {
-                        self.finished = true;
+                        self.finals_seen += 1;
+                        self.done = self.finals_seen >= self.finals_expected;
                         return Some(Ok(event));
                     }
                     Seen::Done => {
@@ -96,6 +105,10 @@ impl Relay {
                 }
             }
             match timeout_at(self.deadline_at, self.body.next()).await {
+                Err(_elapsed) if self.finals_seen > 0 => {
+                    self.done = true;
+                    return None;
+                }
                 Err(_elapsed) => return self.fail(Failure::timeout(self.deadline)),
                 Ok(Some(Ok(chunk))) => {
                     if let Err(err) = self.decoder.push(&chunk) {
@@ -105,7 +118,7 @@ impl Relay {
                     }
                 }
                 Ok(Some(Err(failure))) => return self.fail(failure),
-                Ok(None) if self.finished => {
+                Ok(None) if self.finals_seen > 0 => {
                     self.done = true;
                     return None;
                 }

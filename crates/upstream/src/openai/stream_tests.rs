@@ -12,7 +12,7 @@ async fn collect(
     endpoint: Endpoint,
 ) -> Vec<Result<SseEvent, Failure>> {
     let deadline = Duration::from_secs(60);
-    relay_chunks(body, endpoint, Instant::now() + deadline, deadline)
+    relay_chunks(body, endpoint, 1, Instant::now() + deadline, deadline)
         .collect()
         .await
 }
@@ -142,9 +142,51 @@ async fn the_deadline_ends_a_silent_stream() {
     ))]);
     let body = first.chain(stream::pending()).boxed();
     let deadline = Duration::from_secs(5);
-    let items: Vec<_> = relay_chunks(body, Endpoint::Generations, Instant::now() + deadline, deadline)
+    let items: Vec<_> = relay_chunks(
+        body,
+        Endpoint::Generations,
+        1,
+        Instant::now() + deadline,
+        deadline,
+    )
+    .collect()
+    .await;
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[1].as_ref().unwrap_err().kind, FailureKind::Timeout);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_stream_ends_after_the_expected_final_events_even_if_the_body_stays_open() {
+    let frames = "event: image_generation.completed\ndata: {\"i\":0}\n\nevent: image_generation.completed\ndata: {\"i\":1}\n\n";
+    let body = stream::iter(vec![Ok(Bytes::from_static(frames.as_bytes()))])
+        .chain(stream::pending())
+        .boxed();
+    let deadline = Duration::from_secs(600);
+    let started = Instant::now();
+    let items: Vec<_> = relay_chunks(body, Endpoint::Generations, 2, started + deadline, deadline)
         .collect()
         .await;
     assert_eq!(items.len(), 2);
-    assert_eq!(items[1].as_ref().unwrap_err().kind, FailureKind::Timeout);
+    assert!(items.iter().all(Result::is_ok));
+    assert_eq!(started.elapsed(), Duration::ZERO, "no wait for the body to end");
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_final_event_the_deadline_ends_the_stream_quietly() {
+    let frames = "event: image_generation.completed\ndata: {\"i\":0}\n\n";
+    let body = stream::iter(vec![Ok(Bytes::from_static(frames.as_bytes()))])
+        .chain(stream::pending())
+        .boxed();
+    let deadline = Duration::from_secs(5);
+    let items: Vec<_> = relay_chunks(
+        body,
+        Endpoint::Generations,
+        3,
+        Instant::now() + deadline,
+        deadline,
+    )
+    .collect()
+    .await;
+    assert_eq!(items.len(), 1);
+    assert!(items[0].is_ok());
 }
