@@ -1,25 +1,10 @@
 //! What to ask the upstream: a generation, an edit or a Responses call.
 
-use bytes::Bytes;
-use imagegate_domain::{ImageInfo, ImageParams};
+use imagegate_domain::ImageParams;
 use serde_json::{Map, Value};
 
-/// One uploaded edit input (an image or the mask), held once.
-///
-/// Same fields as the codec's multipart `UploadedImage` (see the crate docs: this crate defines its
-/// own until the codec's type is available; the server converts field by field, `Bytes` clones are
-/// cheap).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UploadedImage {
-    /// The form field it came from (`image`, `image[]`, `image[0]`, `mask`).
-    pub field: String,
-    /// The file name the client sent, if any.
-    pub filename: Option<String>,
-    /// Format, dimensions and alpha read from the bytes.
-    pub info: ImageInfo,
-    /// The file.
-    pub bytes: Bytes,
-}
+/// One uploaded edit input (an image or the mask), held once: the codec's multipart type.
+pub use imagegate_codec::multipart::UploadedImage;
 
 /// One upstream request, borrowed from the validated client request.
 #[derive(Clone, Copy, Debug)]
