@@ -96,3 +96,46 @@ fn cumulative_usage(total: &Usage, output_tokens: u64) -> Usage {
     usage.total_tokens = usage.input_tokens + output_tokens;
     usage
 }
+
+impl ImageOutcome {
+    /// The non-stream Images API body of this outcome.
+    pub fn images_response(&self) -> ImagesResponse {
+        images_response(self, true)
+    }
+
+    /// The Images API stream of this outcome (`image_generation.*` or `image_edit.*` by kind); encode each
+    /// with [`ImageStreamEvent::to_sse`].
+    pub fn stream_events(&self) -> Vec<ImageStreamEvent> {
+        image_stream_events(self, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use imagegate_domain::{Dimensions, ImageSize};
+
+    use super::*;
+    use crate::config::SimConfig;
+    use crate::simulator::{ImageJob, Simulator};
+
+    #[tokio::test]
+    async fn outcome_converts_to_the_codec_wire_types() {
+        let mut job = ImageJob::generation("wire", ImageSize::Exact(Dimensions::new(64, 32)));
+        job.kind = JobKind::Edit;
+        job.partial_images = 1;
+        let outcome = Simulator::new(&SimConfig::default())
+            .generate(&job)
+            .await
+            .unwrap();
+        let response = outcome.images_response();
+        assert_eq!(response.data.len(), 1);
+        assert_eq!(response.size.as_deref(), Some("64x32"));
+        assert_eq!(response.usage, Some(outcome.usage));
+        let events = outcome.stream_events();
+        let types: Vec<&str> = events.iter().map(ImageStreamEvent::event_type).collect();
+        assert_eq!(types, ["image_edit.partial_image", "image_edit.completed"]);
+        let frame = events[1].to_sse();
+        assert!(frame.starts_with(b"event: image_edit.completed\ndata: {"));
+        assert!(images_response(&outcome, false).data.is_empty());
+    }
+}

@@ -2,20 +2,18 @@
 //! versions, PNG/JPEG/WebP encoding and a cache of the encoded results.
 
 pub mod cache;
+mod encode;
 pub mod font;
 pub mod partial;
 
-use std::io::Cursor;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use image::codecs::jpeg::JpegEncoder;
-use image::codecs::png::{CompressionType, FilterType, PngEncoder};
-use image::codecs::webp::WebPEncoder;
 use image::{Rgb, RgbImage};
 
 pub use cache::{CacheCounters, RenderCache};
+pub use encode::encode;
 
 use imagegate_domain::{Dimensions, OutputFormat, Quality};
 
@@ -292,30 +290,6 @@ fn hsv(hue: f32, saturation: f32, value: f32) -> [f32; 3] {
         _ => (c, 0.0, x),
     };
     [r + m, g + m, b + m]
-}
-
-/// Encodes `image` as `format`. PNG uses fast deflate, JPEG takes `compression` as its quality (default
-/// 100, like the API's `output_compression`), WebP is lossless.
-pub fn encode(
-    image: &RgbImage,
-    format: OutputFormat,
-    compression: Option<u8>,
-) -> Result<Vec<u8>, RenderError> {
-    let mut out = Cursor::new(Vec::new());
-    match format {
-        OutputFormat::Png => {
-            let encoder = PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Sub);
-            image.write_with_encoder(encoder)?;
-        }
-        OutputFormat::Jpeg => {
-            let quality = compression.unwrap_or(100).clamp(1, 100);
-            image.write_with_encoder(JpegEncoder::new_with_quality(&mut out, quality))?;
-        }
-        OutputFormat::Webp => {
-            image.write_with_encoder(WebPEncoder::new_lossless(&mut out))?;
-        }
-    }
-    Ok(out.into_inner())
 }
 
 #[cfg(test)]
