@@ -8,7 +8,7 @@
 mod edits;
 mod images;
 mod responses;
-mod stream;
+pub(crate) mod stream;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -23,8 +23,10 @@ use crate::reply::Reply;
 use crate::target::AccountTarget;
 
 /// What goes in the request body.
-enum RequestBody {
+pub(crate) enum RequestBody {
+    /// `application/json`.
     Json(Bytes),
+    /// `multipart/form-data`.
     Multipart(reqwest::multipart::Form),
 }
 
@@ -36,8 +38,7 @@ pub(crate) async fn call(
     call: UpstreamCall<'_>,
     deadline: Duration,
 ) -> Result<Reply, Failure> {
-    let started = Instant::now();
-    let deadline_at = started + deadline;
+    let deadline_at = Instant::now() + deadline;
     let endpoint = call.endpoint();
     let is_stream = call.is_stream();
     let finals_expected = match call {
@@ -51,6 +52,59 @@ pub(crate) async fn call(
         }
         UpstreamCall::Respond { body, .. } => RequestBody::Json(responses::responses_body(body)?),
     };
+    let deadline = Deadline {
+        at: deadline_at,
+        budget: deadline,
+    };
+    let response = send(client, config, target, endpoint, body, is_stream, deadline).await?;
+    if is_stream {
+        return Ok(Reply::Events(stream::relay(
+            response,
+            endpoint,
+            finals_expected,
+            deadline,
+        )));
+    }
+    let status = response.status().as_u16();
+    let request_id = response
+        .headers()
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let body = read_body(response, config.max_body_bytes, deadline).await?;
+    check_body(endpoint, &body).map_err(|failure| failure.with_status(status))?;
+    Ok(Reply::Json { body, request_id })
+}
+
+/// The deadline of a call: the instant it passes and the budget it was given (for messages).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline {
+    /// When it passes.
+    pub(crate) at: Instant,
+    /// The whole budget.
+    pub(crate) budget: Duration,
+}
+
+impl Deadline {
+    /// The timeout failure.
+    pub(crate) fn failure(self) -> Failure {
+        Failure::timeout(self.budget)
+    }
+}
+
+/// Sends one request and returns the answer when its status is a success; an error answer is read
+/// (up to the configured bound) and classified. A stream request answered with JSON is a
+/// [`crate::FailureKind::Protocol`] failure.
+pub(crate) async fn send(
+    client: &reqwest::Client,
+    config: &UpstreamConfig,
+    target: &AccountTarget,
+    endpoint: Endpoint,
+    body: RequestBody,
+    is_stream: bool,
+    deadline: Deadline,
+) -> Result<reqwest::Response, Failure> {
+    let started = Instant::now();
     let accept = if is_stream {
         "text/event-stream"
     } else {
@@ -64,14 +118,15 @@ pub(crate) async fn call(
         RequestBody::Json(bytes) => request.header(CONTENT_TYPE, "application/json").body(bytes),
         RequestBody::Multipart(form) => request.multipart(form),
     };
-    let response = match timeout_at(deadline_at, request.send()).await {
-        Err(_elapsed) => return Err(Failure::timeout(deadline)),
+    let response = match timeout_at(deadline.at, request.send()).await {
+        Err(_elapsed) => return Err(deadline.failure()),
         Ok(Err(err)) => return Err(classify_transport(&err)),
         Ok(Ok(response)) => response,
     };
     let status = response.status().as_u16();
     tracing::debug!(
         account_id = target.account_id,
+        kind = target.kind.as_str(),
         endpoint = endpoint.path(),
         status,
         elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -79,39 +134,20 @@ pub(crate) async fn call(
     );
     if !response.status().is_success() {
         let headers = response.headers().clone();
-        let body = read_error_body(response, config.max_error_body_bytes, deadline_at, deadline).await?;
+        let body = read_error_body(response, config.max_error_body_bytes, deadline).await?;
         return Err(classify_response(status, &headers, &body, now_unix_ms()));
     }
-    if is_stream {
-        if content_type_is_json(&response) {
-            return Err(
-                Failure::protocol("the upstream answered JSON to a stream request").with_status(status),
-            );
-        }
-        return Ok(Reply::Events(stream::relay(
-            response,
-            endpoint,
-            finals_expected,
-            deadline_at,
-            deadline,
-        )));
+    if is_stream && content_type_is_json(&response) {
+        return Err(Failure::protocol("the upstream answered JSON to a stream request").with_status(status));
     }
-    let request_id = response
-        .headers()
-        .get("x-request-id")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    let body = read_body(response, config.max_body_bytes, deadline_at, deadline).await?;
-    check_body(endpoint, &body).map_err(|failure| failure.with_status(status))?;
-    Ok(Reply::Json { body, request_id })
+    Ok(response)
 }
 
 /// Reads a success body whole, failing past `max_bytes` or the deadline.
 async fn read_body(
     mut response: reqwest::Response,
     max_bytes: usize,
-    deadline_at: Instant,
-    deadline: Duration,
+    deadline: Deadline,
 ) -> Result<Bytes, Failure> {
     let too_large = || Failure::protocol(format!("the upstream answer is larger than {max_bytes} bytes"));
     let expected = response
@@ -122,8 +158,8 @@ async fn read_body(
     }
     let mut body = BytesMut::with_capacity(expected.unwrap_or(64 * 1024));
     loop {
-        match timeout_at(deadline_at, response.chunk()).await {
-            Err(_elapsed) => return Err(Failure::timeout(deadline)),
+        match timeout_at(deadline.at, response.chunk()).await {
+            Err(_elapsed) => return Err(deadline.failure()),
             Ok(Err(err)) => return Err(classify_transport(&err)),
             Ok(Ok(None)) => return Ok(body.freeze()),
             Ok(Ok(Some(chunk))) => {
@@ -141,13 +177,12 @@ async fn read_body(
 async fn read_error_body(
     mut response: reqwest::Response,
     max_bytes: usize,
-    deadline_at: Instant,
-    deadline: Duration,
+    deadline: Deadline,
 ) -> Result<Bytes, Failure> {
     let mut body = BytesMut::new();
     while body.len() < max_bytes {
-        match timeout_at(deadline_at, response.chunk()).await {
-            Err(_elapsed) => return Err(Failure::timeout(deadline)),
+        match timeout_at(deadline.at, response.chunk()).await {
+            Err(_elapsed) => return Err(deadline.failure()),
             Ok(Err(_) | Ok(None)) => break,
             Ok(Ok(Some(chunk))) => {
                 let room = max_bytes - body.len();

@@ -16,8 +16,6 @@
 //! the body or the deadline end the stream quietly. A `data: [DONE]` sentinel ends the stream and is
 //! not relayed.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
 use imagegate_codec::sse::{SseDecoder, SseEvent};
@@ -25,9 +23,9 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
-use tokio::time::{Instant, timeout_at};
+use tokio::time::timeout_at;
 
-use super::now_unix_ms;
+use super::{Deadline, now_unix_ms};
 use crate::call::Endpoint;
 use crate::failure::{Failure, classify_error_object, classify_transport};
 use crate::reply::EventStream;
@@ -37,22 +35,20 @@ pub(crate) fn relay(
     response: reqwest::Response,
     endpoint: Endpoint,
     finals_expected: usize,
-    deadline_at: Instant,
-    deadline: Duration,
+    deadline: Deadline,
 ) -> EventStream {
     let body = response
         .bytes_stream()
         .map(|chunk| chunk.map_err(|err| classify_transport(&err)))
         .boxed();
-    relay_chunks(body, endpoint, finals_expected, deadline_at, deadline)
+    relay_chunks(body, endpoint, finals_expected, deadline)
 }
 
 struct Relay {
     body: BoxStream<'static, Result<Bytes, Failure>>,
     decoder: SseDecoder,
     endpoint: Endpoint,
-    deadline_at: Instant,
-    deadline: Duration,
+    deadline: Deadline,
     finals_expected: usize,
     finals_seen: usize,
     done: bool,
@@ -63,14 +59,12 @@ pub(crate) fn relay_chunks(
     body: BoxStream<'static, Result<Bytes, Failure>>,
     endpoint: Endpoint,
     finals_expected: usize,
-    deadline_at: Instant,
-    deadline: Duration,
+    deadline: Deadline,
 ) -> EventStream {
     let state = Relay {
         body,
         decoder: SseDecoder::new(),
         endpoint,
-        deadline_at,
         deadline,
         finals_expected: finals_expected.max(1),
         finals_seen: 0,
@@ -104,12 +98,12 @@ impl Relay {
                     Seen::Error(failure) => return self.fail(failure),
                 }
             }
-            match timeout_at(self.deadline_at, self.body.next()).await {
+            match timeout_at(self.deadline.at, self.body.next()).await {
                 Err(_elapsed) if self.finals_seen > 0 => {
                     self.done = true;
                     return None;
                 }
-                Err(_elapsed) => return self.fail(Failure::timeout(self.deadline)),
+                Err(_elapsed) => return self.fail(self.deadline.failure()),
                 Ok(Some(Ok(chunk))) => {
                     if let Err(err) = self.decoder.push(&chunk) {
                         return self.fail(Failure::protocol(format!(

@@ -1,6 +1,15 @@
 use super::*;
 use crate::failure::FailureKind;
 use futures::stream;
+use std::time::Duration;
+use tokio::time::Instant;
+
+fn deadline_in(budget: Duration) -> Deadline {
+    Deadline {
+        at: Instant::now() + budget,
+        budget,
+    }
+}
 
 fn chunks(parts: &[&str]) -> BoxStream<'static, Result<Bytes, Failure>> {
     let owned: Vec<Result<Bytes, Failure>> = parts.iter().map(|p| Ok(Bytes::from(p.to_string()))).collect();
@@ -12,7 +21,7 @@ async fn collect(
     endpoint: Endpoint,
 ) -> Vec<Result<SseEvent, Failure>> {
     let deadline = Duration::from_secs(60);
-    relay_chunks(body, endpoint, 1, Instant::now() + deadline, deadline)
+    relay_chunks(body, endpoint, 1, deadline_in(deadline))
         .collect()
         .await
 }
@@ -142,15 +151,9 @@ async fn the_deadline_ends_a_silent_stream() {
     ))]);
     let body = first.chain(stream::pending()).boxed();
     let deadline = Duration::from_secs(5);
-    let items: Vec<_> = relay_chunks(
-        body,
-        Endpoint::Generations,
-        1,
-        Instant::now() + deadline,
-        deadline,
-    )
-    .collect()
-    .await;
+    let items: Vec<_> = relay_chunks(body, Endpoint::Generations, 1, deadline_in(deadline))
+        .collect()
+        .await;
     assert_eq!(items.len(), 2);
     assert_eq!(items[1].as_ref().unwrap_err().kind, FailureKind::Timeout);
 }
@@ -163,7 +166,7 @@ async fn the_stream_ends_after_the_expected_final_events_even_if_the_body_stays_
         .boxed();
     let deadline = Duration::from_secs(600);
     let started = Instant::now();
-    let items: Vec<_> = relay_chunks(body, Endpoint::Generations, 2, started + deadline, deadline)
+    let items: Vec<_> = relay_chunks(body, Endpoint::Generations, 2, deadline_in(deadline))
         .collect()
         .await;
     assert_eq!(items.len(), 2);
@@ -178,15 +181,9 @@ async fn after_a_final_event_the_deadline_ends_the_stream_quietly() {
         .chain(stream::pending())
         .boxed();
     let deadline = Duration::from_secs(5);
-    let items: Vec<_> = relay_chunks(
-        body,
-        Endpoint::Generations,
-        3,
-        Instant::now() + deadline,
-        deadline,
-    )
-    .collect()
-    .await;
+    let items: Vec<_> = relay_chunks(body, Endpoint::Generations, 3, deadline_in(deadline))
+        .collect()
+        .await;
     assert_eq!(items.len(), 1);
     assert!(items[0].is_ok());
 }
