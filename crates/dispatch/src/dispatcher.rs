@@ -78,7 +78,6 @@ pub struct Dispatcher {
     config: DispatchConfig,
     accounts: ArcSwap<AccountSet>,
     context: Arc<LeaseContext>,
-    waiting: AtomicUsize,
 }
 
 impl Dispatcher {
@@ -88,14 +87,14 @@ impl Dispatcher {
         let context = LeaseContext {
             state,
             clock,
-            released: Arc::new(Notify::new()),
+            released: Notify::new(),
+            waiting: AtomicUsize::new(0),
             ttl: config.lease_ttl,
         };
         Self {
             config,
             accounts: ArcSwap::from_pointee(AccountSet::default()),
             context: Arc::new(context),
-            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -114,7 +113,7 @@ impl Dispatcher {
     /// Requests currently waiting for a slot.
     #[must_use]
     pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::SeqCst)
+        self.context.waiting.load(Ordering::SeqCst)
     }
 
     /// Takes a slot on the best eligible account without waiting.
@@ -150,7 +149,10 @@ impl Dispatcher {
                 });
             }
             if waiter.is_none() {
+                // Count this request as waiting, then try once more: a lease dropped before the
+                // count was visible skipped the wake-up, but its slot is free for that attempt.
                 waiter = Some(self.join_waiters()?);
+                continue;
             }
             let wake_at = deadline.min(now + self.config.poll_interval);
             tokio::select! {
@@ -198,10 +200,11 @@ impl Dispatcher {
     fn join_waiters(&self) -> Result<WaiterSlot<'_>, PoolError> {
         let max = self.config.max_waiters;
         let joined = self
+            .context
             .waiting
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
         match joined {
-            Ok(_) => Ok(WaiterSlot(&self.waiting)),
+            Ok(_) => Ok(WaiterSlot(&self.context.waiting)),
             Err(_) => Err(PoolError::WaitQueueFull {
                 retry_after: self.config.busy_retry_after,
             }),

@@ -86,9 +86,15 @@ async fn waiting_acquire_wakes_on_release() {
     while pool.waiting() == 0 {
         tokio::task::yield_now().await;
     }
+    // Virtual time (paused clock): woken by the release, not by reaching the 30 s deadline.
+    let started = tokio::time::Instant::now();
     drop(held);
     let account = waiter.await.unwrap().unwrap();
     assert_eq!(account.as_str(), "a");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "woke at the deadline, not on release"
+    );
     assert_eq!(pool.waiting(), 0);
 }
 
@@ -297,4 +303,50 @@ async fn snapshot_shows_load_cooldowns_and_health() {
     .await
     .unwrap();
     insta::assert_json_snapshot!(pool.snapshot().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contending_waiters_all_get_served_without_overbooking() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Without polling, a missed wake-up would leave a task waiting for an hour: the outer timeout
+    // turns that into a failure instead of a hang.
+    let config = DispatchConfig {
+        max_wait: Duration::from_secs(3600),
+        poll_interval: Duration::from_secs(3600),
+        ..DispatchConfig::default()
+    };
+    let (pool, _clock) = setup(
+        config,
+        vec![
+            AccountSpec::new("a", Tier::Pro, &["g"]),
+            AccountSpec::new("b", Tier::Team, &["g"]),
+        ],
+    );
+    let holding = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..64)
+        .map(|_| {
+            let (pool, holding, peak) = (Arc::clone(&pool), Arc::clone(&holding), Arc::clone(&peak));
+            tokio::spawn(async move {
+                let lease = pool.acquire(&large()).await?;
+                let now_holding = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now_holding, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                holding.fetch_sub(1, Ordering::SeqCst);
+                drop(lease);
+                Ok::<(), PoolError>(())
+            })
+        })
+        .collect();
+    let all = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(tasks)).await;
+    for result in all.expect("a waiter was never woken") {
+        result.unwrap().unwrap();
+    }
+    assert!(
+        peak.load(Ordering::SeqCst) <= 2,
+        "two accounts with one large slot each"
+    );
+    assert_eq!(pool.waiting(), 0);
+    let snapshot = pool.snapshot().await.unwrap();
+    assert!(snapshot.accounts.iter().all(|a| a.in_flight.large == 0));
 }

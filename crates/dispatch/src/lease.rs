@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -15,7 +16,9 @@ use crate::state::{LeaseGrant, LeaseId, PoolState};
 pub(crate) struct LeaseContext {
     pub(crate) state: Arc<dyn PoolState>,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) released: Arc<Notify>,
+    pub(crate) released: Notify,
+    /// Requests waiting for a slot: a release only pays for a wake-up when this is not zero.
+    pub(crate) waiting: AtomicUsize,
     pub(crate) ttl: Duration,
 }
 
@@ -93,6 +96,10 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.context.state.release_detached(self.grant.id);
-        self.context.released.notify_waiters();
+        // A waiter counts itself before its last attempt, so if it is not counted yet here, that
+        // attempt comes after this release and sees the freed slot.
+        if self.context.waiting.load(Ordering::SeqCst) > 0 {
+            self.context.released.notify_waiters();
+        }
     }
 }

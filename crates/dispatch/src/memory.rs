@@ -11,7 +11,9 @@ use crate::clock::UnixMillis;
 use crate::error::StateError;
 use crate::lease_table::LeaseTable;
 use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
-use crate::select::{AccountRuntime, Candidate, RankedCandidates, Selection, SelectionQuery, select};
+use crate::select::{
+    AccountLoad, AccountRuntime, Candidate, RankedCandidates, Selection, SelectionQuery, select,
+};
 use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
 
 /// Pool state held in this process behind one mutex (critical sections are short and never await).
@@ -28,7 +30,10 @@ pub struct MemoryPoolState {
 #[derive(Debug)]
 struct Inner {
     slot_by_id: HashMap<AccountId, usize>,
-    runtimes: Vec<(AccountId, AccountRuntime)>,
+    /// Identity and health per slot (read on outcomes and snapshots).
+    accounts: Vec<(AccountId, AccountHealth)>,
+    /// What selection reads per slot, kept dense.
+    loads: Vec<AccountLoad>,
     slot_cache: HashMap<usize, SlotCache>,
     leases: LeaseTable<LeaseRecord>,
     expiries: BTreeSet<(UnixMillis, LeaseId)>,
@@ -66,7 +71,8 @@ impl MemoryPoolState {
     fn with_rng(policy: CooldownPolicy, rng: fastrand::Rng) -> Self {
         let inner = Inner {
             slot_by_id: HashMap::new(),
-            runtimes: Vec::new(),
+            accounts: Vec::new(),
+            loads: Vec::new(),
             slot_cache: HashMap::new(),
             leases: LeaseTable::default(),
             expiries: BTreeSet::new(),
@@ -96,15 +102,20 @@ impl Inner {
         if let Some(&slot) = self.slot_by_id.get(id) {
             return slot;
         }
-        let slot = self.runtimes.len();
-        self.runtimes.push((id.clone(), AccountRuntime::default()));
+        let slot = self.accounts.len();
+        self.accounts.push((id.clone(), AccountHealth::default()));
+        self.loads.push(AccountLoad::default());
         self.slot_by_id.insert(id.clone(), slot);
         slot
     }
 
-    fn runtime_mut(&mut self, id: &AccountId) -> Option<&mut AccountRuntime> {
+    /// Changes the health of `id` and refreshes what selection reads from it.
+    fn update_health(&mut self, id: &AccountId, change: impl FnOnce(&mut AccountHealth)) {
         let slot = self.slot_of(id);
-        self.runtimes.get_mut(slot).map(|(_, runtime)| runtime)
+        if let (Some((_, health)), Some(load)) = (self.accounts.get_mut(slot), self.loads.get_mut(slot)) {
+            change(health);
+            *load = load.with_health(health);
+        }
     }
 
     /// The cache key of `list`, filling the cache on first sight.
@@ -138,8 +149,8 @@ impl Inner {
             return;
         };
         self.expiries.remove(&(record.expires_at, id));
-        if let Some((_, runtime)) = self.runtimes.get_mut(record.slot) {
-            let count = runtime.in_flight.get_mut(record.class);
+        if let Some(load) = self.loads.get_mut(record.slot) {
+            let count = load.in_flight.get_mut(record.class);
             *count = count.saturating_sub(1);
         }
     }
@@ -157,10 +168,10 @@ impl Inner {
         let Some(cached) = self.slot_cache.get(&key) else {
             return Acquire::Unavailable;
         };
-        let runtimes = &self.runtimes;
+        let loads = &self.loads;
         let lookup = |index: usize, _: &Candidate| {
             let slot = cached.slots.get(index)?;
-            runtimes.get(*slot).map(|(_, runtime)| runtime)
+            loads.get(*slot).copied()
         };
         let index = match select(&request.candidates, &query, lookup, random) {
             Selection::Selected(index) => index,
@@ -182,8 +193,8 @@ impl Inner {
             return Acquire::Busy;
         };
         self.expiries.insert((expires_at, id));
-        if let Some((_, runtime)) = self.runtimes.get_mut(slot) {
-            let count = runtime.in_flight.get_mut(request.class);
+        if let Some(load) = self.loads.get_mut(slot) {
+            let count = load.in_flight.get_mut(request.class);
             *count = count.saturating_add(1);
         }
         Acquire::Granted(LeaseGrant {
@@ -231,30 +242,39 @@ impl PoolState for MemoryPoolState {
         outcome: &Outcome,
         now: UnixMillis,
     ) -> Result<(), StateError> {
-        if let Some(runtime) = self.lock().runtime_mut(account) {
-            runtime.health.apply(outcome, &self.policy, now);
-        }
+        self.lock()
+            .update_health(account, |health| health.apply(outcome, &self.policy, now));
         Ok(())
     }
 
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
-        let mut inner = self.lock();
-        let slot = inner.slot_by_id.get(account).copied();
-        if let Some((_, runtime)) = slot.and_then(|slot| inner.runtimes.get_mut(slot)) {
-            let old = std::mem::take(&mut runtime.health);
-            runtime.health = AccountHealth {
+        self.lock().update_health(account, |health| {
+            let old = std::mem::take(health);
+            *health = AccountHealth {
                 successes: old.successes,
                 failures: old.failures,
                 last_error: old.last_error,
                 ..AccountHealth::default()
             };
-        }
+        });
         Ok(())
     }
 
     async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
         let mut inner = self.lock();
         inner.purge_expired(now);
-        Ok(inner.runtimes.iter().cloned().collect())
+        let runtimes = inner.accounts.iter().zip(&inner.loads);
+        let snapshot = runtimes
+            .map(|((id, health), load)| {
+                (
+                    id.clone(),
+                    AccountRuntime {
+                        in_flight: load.in_flight,
+                        health: health.clone(),
+                    },
+                )
+            })
+            .collect();
+        Ok(snapshot)
     }
 }

@@ -5,8 +5,8 @@
 //! band that has an eligible account, the least loaded one. The walk in a band starts at a random
 //! offset and stops at the first idle eligible account (nothing can be less loaded), so the usual
 //! pick costs a handful of lookups whatever the pool size; only when the best bands are busy or
-//! cooling does it look further. Ties between equally loaded accounts are broken at random (the
-//! random start for idle accounts, reservoir sampling otherwise).
+//! cooling does it look further. Ties between equally loaded accounts are broken by the random
+//! start.
 
 use serde::Serialize;
 
@@ -147,6 +147,62 @@ pub struct AccountRuntime {
     pub health: AccountHealth,
 }
 
+/// The part of an account's runtime state that selection reads: small and `Copy`, so a state
+/// backend can keep these in a dense array and selection stays cache-friendly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountLoad {
+    /// Requests in flight.
+    pub in_flight: ClassCounts,
+    /// Status allows selection (no error, not disabled).
+    pub usable: bool,
+    /// End of the last cooldown blocking every request (may be past).
+    pub cooling_until: Option<UnixMillis>,
+    /// End of the last cooldown blocking image requests (may be past).
+    pub images_cooling_until: Option<UnixMillis>,
+}
+
+impl Default for AccountLoad {
+    fn default() -> Self {
+        Self {
+            in_flight: ClassCounts::default(),
+            usable: true,
+            cooling_until: None,
+            images_cooling_until: None,
+        }
+    }
+}
+
+impl AccountLoad {
+    /// The selection view of a runtime state.
+    #[must_use]
+    pub fn of(runtime: &AccountRuntime) -> Self {
+        Self {
+            in_flight: runtime.in_flight,
+            ..Self::default()
+        }
+        .with_health(&runtime.health)
+    }
+
+    /// The same load with the health-derived fields taken from `health`.
+    #[must_use]
+    pub fn with_health(self, health: &AccountHealth) -> Self {
+        Self {
+            in_flight: self.in_flight,
+            usable: health.is_usable(),
+            cooling_until: health.cooldown_all.as_ref().map(|c| c.until),
+            images_cooling_until: health.cooldown_images.as_ref().map(|c| c.until),
+        }
+    }
+
+    /// End of the cooldown that blocks a request (`image` or not) at `now`, if any.
+    #[must_use]
+    pub fn blocked_until(&self, image: bool, now: UnixMillis) -> Option<UnixMillis> {
+        let all = self.cooling_until.filter(|&until| until > now);
+        let images = self.images_cooling_until.filter(|&until| image && until > now);
+        all.max(images)
+    }
+}
+
 /// What a request needs from the pool.
 #[derive(Debug, Clone, Copy)]
 pub struct SelectionQuery<'a> {
@@ -176,69 +232,60 @@ pub enum Selection {
     Unavailable,
 }
 
-/// Picks an account for `query` among `ranked`; `lookup` gives the runtime state of the candidate
-/// at an index of [`RankedCandidates::entries`] (none means idle and healthy); `random` seeds the
+/// Picks an account for `query` among `ranked`; `lookup` gives the load of the candidate at an
+/// index of [`RankedCandidates::entries`] (none means idle and healthy); `random` seeds the
 /// tie-breaks.
-pub fn select<'s>(
+///
+/// Within a band the walk starts at an offset drawn from `random` and keeps the first of the least
+/// loaded accounts it meets, so equally loaded accounts are all picked, though not with exactly
+/// equal odds when busy or cooling accounts sit between them.
+pub fn select(
     ranked: &RankedCandidates,
     query: &SelectionQuery<'_>,
-    lookup: impl Fn(usize, &Candidate) -> Option<&'s AccountRuntime>,
+    lookup: impl Fn(usize, &Candidate) -> Option<AccountLoad>,
     random: u64,
 ) -> Selection {
     let mut rng = SplitMix(random);
     let mut any_busy = false;
     let mut earliest_reset: Option<UnixMillis> = None;
-    let idle = AccountRuntime::default();
     for (start, end) in ranked.bands() {
         let Some(band) = ranked.entries.get(start..end) else {
             continue;
         };
         let offset = usize::try_from(rng.next() % band.len().max(1) as u64).unwrap_or(0);
         let mut best: Option<(usize, Load)> = None;
-        let mut ties = 0u64;
-        let rotated = band
-            .iter()
-            .enumerate()
-            .skip(offset)
-            .chain(band.iter().enumerate().take(offset));
-        for (position, candidate) in rotated {
+        let rotated = (offset..band.len()).chain(0..offset);
+        for position in rotated {
+            let Some(candidate) = band.get(position) else {
+                continue;
+            };
             let limit = candidate.limits.for_class(query.class);
             if limit == 0 || (!query.exclude.is_empty() && query.exclude.contains(&candidate.id)) {
                 continue;
             }
-            let runtime = lookup(start + position, candidate).unwrap_or(&idle);
-            if !runtime.health.is_usable() {
+            let account = lookup(start + position, candidate).unwrap_or_default();
+            if !account.usable {
                 continue;
             }
-            if let Some(until) = runtime.health.blocked_until(query.image, query.now) {
+            if let Some(until) = account.blocked_until(query.image, query.now) {
                 earliest_reset = Some(earliest_reset.map_or(until, |e| e.min(until)));
                 continue;
             }
-            let used = runtime.in_flight.get(query.class);
+            let used = account.in_flight.get(query.class);
             if used >= limit {
                 any_busy = true;
                 continue;
             }
-            if runtime.in_flight.total() == 0 {
+            let total = account.in_flight.total();
+            if total == 0 {
                 return Selection::Selected(start + position);
             }
-            let load = Load {
-                used,
-                limit,
-                total: runtime.in_flight.total(),
-            };
-            match &best {
-                Some((_, current)) if load.cmp_to(current).is_gt() => {}
-                Some((_, current)) if load.cmp_to(current).is_eq() => {
-                    ties += 1;
-                    if rng.next() % (ties + 1) == 0 {
-                        best = Some((start + position, load));
-                    }
-                }
-                _ => {
-                    ties = 0;
-                    best = Some((start + position, load));
-                }
+            let load = Load { used, limit, total };
+            if best
+                .as_ref()
+                .is_none_or(|(_, current)| load.cmp_to(current).is_lt())
+            {
+                best = Some((start + position, load));
             }
         }
         if let Some((index, _)) = best {

@@ -75,7 +75,12 @@ fn higher_tier_wins_over_priority_and_load() {
         AccountSpec::new("pro", Tier::Pro, &["g"]),
     ]);
     let state = HashMap::from([(AccountId::new("pro"), busy(0, 3))]);
-    let s = select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 7);
+    let s = select(
+        &r,
+        &query(SizeClass::Standard, true),
+        |_, c| state.get(&c.id).map(AccountLoad::of),
+        7,
+    );
     assert_eq!(picked(&r, s), "pro");
 }
 
@@ -95,7 +100,7 @@ fn least_loaded_within_a_band() {
         let s = select(
             &r,
             &query(SizeClass::Standard, true),
-            |_, c| state.get(&c.id),
+            |_, c| state.get(&c.id).map(AccountLoad::of),
             seed,
         );
         assert_eq!(picked(&r, s), "b");
@@ -120,7 +125,7 @@ fn ties_are_broken_at_random() {
                     select(
                         &r,
                         &query(SizeClass::Standard, true),
-                        |_, c| state.get(&c.id),
+                        |_, c| state.get(&c.id).map(AccountLoad::of),
                         seed,
                     ),
                 )
@@ -141,13 +146,28 @@ fn full_account_is_skipped_and_all_full_is_busy() {
         AccountSpec::new("b", Tier::Free, &["g"]),
     ]);
     let mut state = HashMap::from([(AccountId::new("a"), busy(1, 0))]);
-    let s = select(&r, &query(SizeClass::Large, true), |_, c| state.get(&c.id), 1);
+    let s = select(
+        &r,
+        &query(SizeClass::Large, true),
+        |_, c| state.get(&c.id).map(AccountLoad::of),
+        1,
+    );
     assert_eq!(picked(&r, s), "b");
-    let s = select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 1);
+    let s = select(
+        &r,
+        &query(SizeClass::Standard, true),
+        |_, c| state.get(&c.id).map(AccountLoad::of),
+        1,
+    );
     assert_eq!(picked(&r, s), "a", "large and standard limits are separate");
     state.insert(AccountId::new("b"), busy(1, 0));
     assert_eq!(
-        select(&r, &query(SizeClass::Large, true), |_, c| state.get(&c.id), 1),
+        select(
+            &r,
+            &query(SizeClass::Large, true),
+            |_, c| state.get(&c.id).map(AccountLoad::of),
+            1
+        ),
         Selection::Busy
     );
 }
@@ -164,7 +184,12 @@ fn cooling_accounts_are_skipped_and_report_the_earliest_reset() {
         (AccountId::new("a"), cooling(a_until, false)),
         (AccountId::new("b"), cooling(b_until, false)),
     ]);
-    let s = select(&r, &query(SizeClass::Standard, false), |_, c| state.get(&c.id), 3);
+    let s = select(
+        &r,
+        &query(SizeClass::Standard, false),
+        |_, c| state.get(&c.id).map(AccountLoad::of),
+        3,
+    );
     assert_eq!(
         s,
         Selection::CoolingDown {
@@ -187,7 +212,12 @@ fn busy_wins_over_cooling() {
         (AccountId::new("b"), busy(1, 0)),
     ]);
     assert_eq!(
-        select(&r, &query(SizeClass::Large, true), |_, c| state.get(&c.id), 3),
+        select(
+            &r,
+            &query(SizeClass::Large, true),
+            |_, c| state.get(&c.id).map(AccountLoad::of),
+            3
+        ),
         Selection::Busy
     );
 }
@@ -197,14 +227,24 @@ fn images_only_cooldown_spares_other_requests() {
     let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"])]);
     let until = NOW.plus(Duration::from_secs(60));
     let state = HashMap::from([(AccountId::new("a"), cooling(until, true))]);
-    let image = select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 0);
+    let image = select(
+        &r,
+        &query(SizeClass::Standard, true),
+        |_, c| state.get(&c.id).map(AccountLoad::of),
+        0,
+    );
     assert_eq!(
         image,
         Selection::CoolingDown {
             earliest_reset: until
         }
     );
-    let text = select(&r, &query(SizeClass::Standard, false), |_, c| state.get(&c.id), 0);
+    let text = select(
+        &r,
+        &query(SizeClass::Standard, false),
+        |_, c| state.get(&c.id).map(AccountLoad::of),
+        0,
+    );
     assert_eq!(picked(&r, text), "a");
 }
 
@@ -227,14 +267,28 @@ fn errored_excluded_and_zero_limit_accounts_are_unavailable() {
         now: NOW,
         exclude: &exclude,
     };
-    assert_eq!(select(&r, &q, |_, c| state.get(&c.id), 0), Selection::Unavailable);
+    assert_eq!(
+        select(&r, &q, |_, c| state.get(&c.id).map(AccountLoad::of), 0),
+        Selection::Unavailable
+    );
     let q = SelectionQuery {
         class: SizeClass::Standard,
         ..q
     };
-    assert_eq!(picked(&r, select(&r, &q, |_, c| state.get(&c.id), 0)), "no-large");
     assert_eq!(
-        select(&RankedCandidates::default(), &q, |_, c| state.get(&c.id), 0),
+        picked(
+            &r,
+            select(&r, &q, |_, c| state.get(&c.id).map(AccountLoad::of), 0)
+        ),
+        "no-large"
+    );
+    assert_eq!(
+        select(
+            &RankedCandidates::default(),
+            &q,
+            |_, c| state.get(&c.id).map(AccountLoad::of),
+            0
+        ),
         Selection::Unavailable
     );
 }
@@ -246,7 +300,12 @@ fn expired_cooldown_no_longer_blocks() {
     assert_eq!(
         picked(
             &r,
-            select(&r, &query(SizeClass::Standard, true), |_, c| state.get(&c.id), 0)
+            select(
+                &r,
+                &query(SizeClass::Standard, true),
+                |_, c| state.get(&c.id).map(AccountLoad::of),
+                0
+            )
         ),
         "a"
     );
