@@ -7,7 +7,7 @@ use crate::call::UpstreamCall;
 use crate::failure::Failure;
 use crate::reply::Reply;
 use crate::target::{AccountKind, AccountTarget};
-use crate::{Upstream, openai};
+use crate::{Upstream, codex, openai};
 
 /// Settings of the HTTP client shared by every upstream call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,8 +50,8 @@ pub struct BuildError(#[from] reqwest::Error);
 /// environment). Cheap to clone; clones share the connection pool.
 ///
 /// Account kinds: [`AccountKind::OpenAi`] and [`AccountKind::Sim`] use the OpenAI wire;
-/// [`AccountKind::Codex`] fails with [`crate::FailureKind::Protocol`] ("codex transport not
-/// available yet").
+/// [`AccountKind::Codex`] turns Images requests into Responses calls with a forced
+/// `image_generation` tool (see the crate docs).
 #[derive(Clone, Debug)]
 pub struct HttpUpstream {
     client: reqwest::Client,
@@ -91,7 +91,7 @@ impl Upstream for HttpUpstream {
             AccountKind::OpenAi | AccountKind::Sim => {
                 openai::call(&self.client, &self.config, target, call, deadline).await
             }
-            AccountKind::Codex => Err(Failure::protocol("codex transport not available yet")),
+            AccountKind::Codex => codex::call(&self.client, &self.config, target, call, deadline).await,
         }
     }
 }

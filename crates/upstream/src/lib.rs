@@ -9,7 +9,9 @@
 //!   accounts ([`AccountKind::OpenAi`]) and the simulator ([`AccountKind::Sim`]) use the OpenAI
 //!   wire: `POST {base_url}/images/generations`, `/images/edits` (multipart) or `/responses` with
 //!   `Authorization: Bearer <credential>`. ChatGPT-subscription accounts ([`AccountKind::Codex`])
-//!   are not served yet (a [`FailureKind::Protocol`] failure).
+//!   turn each image into a streamed `POST {base_url}/responses` call with a forced
+//!   `image_generation` tool and a configurable main model (with fallbacks), and the answers
+//!   back into Images API answers (`n` images = `n` sequential calls).
 //! - [`classify_response`] maps an upstream error answer (status, headers, body) to a
 //!   [`FailureKind`]: rate limits with their reset time, auth, proxies' HTML pages, content-policy
 //!   refusals and invalid requests (shown to the client as the upstream sent them), transient
@@ -64,6 +66,7 @@
 
 mod call;
 mod client;
+mod codex;
 pub mod failure;
 mod openai;
 mod reply;

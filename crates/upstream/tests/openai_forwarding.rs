@@ -7,7 +7,7 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use imagegate_domain::{ImageFileFormat, ImageParamsDraft};
-use imagegate_upstream::{AccountKind, FailureKind, Upstream, UpstreamCall};
+use imagegate_upstream::{AccountKind, Upstream, UpstreamCall};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -91,23 +91,6 @@ async fn sim_accounts_use_the_openai_wire() {
         .await
         .unwrap();
     assert_eq!(json_body(reply), Bytes::from(image_answer()));
-}
-
-#[tokio::test]
-async fn codex_accounts_are_refused_clearly_for_now() {
-    let server = MockServer::start().await;
-    let params = generation(prompt_only("a cat"));
-    let failure = upstream()
-        .call(
-            &target(&server, AccountKind::Codex),
-            UpstreamCall::Generate { params: &params },
-            DEADLINE,
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(failure.kind, FailureKind::Protocol);
-    assert_eq!(failure.message, "codex transport not available yet");
-    assert!(server.received_requests().await.unwrap().is_empty());
 }
 
 /// One part of a received multipart body.

@@ -1,0 +1,333 @@
+//! ChatGPT-subscription accounts: an Images request becomes Responses calls with a forced
+//! `image_generation` tool, one call per image (`n` sequential calls, never silently fewer).
+//!
+//! Each call goes to `POST {base_url}/responses` with the account's access token, a main model from
+//! [`AccountTarget::main_models`] (on [`FailureKind::ModelUnsupported`] before any event of the
+//! image was relayed, the next main model is tried, and kept for the following images), and
+//! `stream: true`. The upstream stream is consumed: `response.image_generation_call.partial_image`
+//! becomes `image_generation.partial_image` / `image_edit.partial_image`, and the
+//! `image_generation_call` result with the usage of `tool_usage.image_gen` becomes
+//! `*.completed` (streaming) or one element of the Images response (non-streaming, usage summed).
+//!
+//! Responses calls from clients are forwarded as they are (the OpenAI wire). Not done here: the
+//! OAuth refresh of the access token (the caller passes a valid token).
+
+mod request;
+mod translate;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use imagegate_codec::sse::SseEvent;
+use imagegate_codec::wire::images::{
+    CompletedImageEvent, ImageData, ImageEndpoint, ImageStreamEvent, ImagesResponse, PartialImageEvent,
+};
+use imagegate_domain::{Background, ImageParams, Quality, Usage};
+use tokio::time::Instant;
+
+use self::request::CodexRequest;
+use self::translate::{FinalImage, PartialImage, Resolved, Step, step};
+use crate::call::{Endpoint, UpstreamCall};
+use crate::client::UpstreamConfig;
+use crate::failure::{Failure, FailureKind};
+use crate::openai::{self, Deadline, RequestBody, now_unix_ms};
+use crate::reply::{EventStream, Reply};
+use crate::target::AccountTarget;
+
+/// One call to a ChatGPT-subscription account.
+pub(crate) async fn call(
+    client: &reqwest::Client,
+    config: &UpstreamConfig,
+    target: &AccountTarget,
+    call: UpstreamCall<'_>,
+    deadline: Duration,
+) -> Result<Reply, Failure> {
+    let (params, images, mask, endpoint) = match call {
+        UpstreamCall::Respond { .. } => return openai::call(client, config, target, call, deadline).await,
+        UpstreamCall::Generate { params } => (params, &[][..], None, ImageEndpoint::Generation),
+        UpstreamCall::Edit { params, images, mask } => (params, images, mask, ImageEndpoint::Edit),
+    };
+    if target.main_models.is_empty() {
+        return Err(Failure::protocol(
+            "the codex account has no main model configured",
+        ));
+    }
+    let job = Job {
+        client: client.clone(),
+        config: config.clone(),
+        target: target.clone(),
+        request: CodexRequest::new(params, images, mask)?,
+        n: params.n,
+        endpoint,
+        requested: requested(params),
+        deadline: Deadline {
+            at: Instant::now() + deadline,
+            budget: deadline,
+        },
+    };
+    let run = Run::new(Arc::new(job));
+    if params.stream {
+        return Ok(Reply::Events(run.into_events()));
+    }
+    run.into_json().await
+}
+
+/// What the client asked for, to fill in what the upstream does not report.
+fn requested(params: &ImageParams) -> Resolved {
+    Resolved {
+        size: Some(params.size.to_string()),
+        quality: Some(params.quality.as_str().to_owned()),
+        background: Some(params.background.as_str().to_owned()),
+        output_format: Some(params.output_format.as_str().to_owned()),
+    }
+}
+
+/// Everything the calls of one request share.
+struct Job {
+    client: reqwest::Client,
+    config: UpstreamConfig,
+    target: AccountTarget,
+    request: CodexRequest,
+    n: u8,
+    endpoint: ImageEndpoint,
+    requested: Resolved,
+    deadline: Deadline,
+}
+
+/// One image event.
+enum Output {
+    Partial(PartialImage),
+    Completed(FinalImage, Usage),
+}
+
+/// The calls of one request, run one after the other.
+struct Run {
+    job: Arc<Job>,
+    images_done: u8,
+    model_index: usize,
+    current: Option<EventStream>,
+    relayed_for_image: bool,
+    pending: Option<FinalImage>,
+    done: bool,
+}
+
+impl Run {
+    fn new(job: Arc<Job>) -> Self {
+        Self {
+            job,
+            images_done: 0,
+            model_index: 0,
+            current: None,
+            relayed_for_image: false,
+            pending: None,
+            done: false,
+        }
+    }
+
+    async fn next(&mut self) -> Option<Result<Output, Failure>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some(current) = self.current.as_mut() else {
+                if self.images_done >= self.job.n {
+                    self.done = true;
+                    return None;
+                }
+                let job = Arc::clone(&self.job);
+                match start(&job, self.model_index).await {
+                    Ok(stream) => self.current = Some(stream),
+                    Err(failure) if self.next_model(&failure) => {}
+                    Err(failure) => return self.fail(failure),
+                }
+                continue;
+            };
+            let step = match current.next().await {
+                None => Step::Failed(Failure::transient(
+                    "the upstream stream ended before the response completed",
+                )),
+                Some(Err(failure)) => Step::Failed(failure),
+                Some(Ok(event)) => step(&event),
+            };
+            match step {
+                Step::Ignore => {}
+                Step::Partial(partial) => {
+                    self.relayed_for_image = true;
+                    return Some(Ok(Output::Partial(partial)));
+                }
+                Step::Image(image) => self.pending = Some(image),
+                Step::Completed { usage, image } => {
+                    let Some(image) = self.pending.take().or(image) else {
+                        return self.fail(Failure::no_image());
+                    };
+                    self.images_done += 1;
+                    self.current = None;
+                    self.relayed_for_image = false;
+                    return Some(Ok(Output::Completed(image, usage)));
+                }
+                Step::Failed(failure) if self.next_model(&failure) => {}
+                Step::Failed(failure) => return self.fail(failure),
+            }
+        }
+    }
+
+    /// Moves to the next main model when `failure` allows it; true when there is one to try.
+    fn next_model(&mut self, failure: &Failure) -> bool {
+        let has_next = self.model_index + 1 < self.job.target.main_models.len();
+        if failure.kind != FailureKind::ModelUnsupported || self.relayed_for_image || !has_next {
+            return false;
+        }
+        tracing::info!(
+            account_id = self.job.target.account_id,
+            unsupported = self
+                .job
+                .target
+                .main_models
+                .get(self.model_index)
+                .map(String::as_str),
+            next = self
+                .job
+                .target
+                .main_models
+                .get(self.model_index + 1)
+                .map(String::as_str),
+            "main model not supported, trying the next one"
+        );
+        self.model_index += 1;
+        self.current = None;
+        self.pending = None;
+        true
+    }
+
+    fn fail(&mut self, failure: Failure) -> Option<Result<Output, Failure>> {
+        self.done = true;
+        self.current = None;
+        Some(Err(failure))
+    }
+
+    /// The images as a stream of Images API events.
+    fn into_events(self) -> EventStream {
+        futures::stream::unfold(self, |mut run| async move {
+            let output = run.next().await?;
+            let event = output.and_then(|output| image_event(&run.job, output));
+            Some((event, run))
+        })
+        .boxed()
+    }
+
+    /// The images as one Images API response.
+    async fn into_json(mut self) -> Result<Reply, Failure> {
+        let mut data = Vec::with_capacity(usize::from(self.job.n));
+        let mut usage = Usage::default();
+        let mut first: Option<Resolved> = None;
+        while let Some(output) = self.next().await {
+            if let Output::Completed(image, image_usage) = output? {
+                usage = usage.saturating_add(image_usage);
+                first.get_or_insert(image.resolved);
+                data.push(ImageData {
+                    b64_json: image.b64,
+                    revised_prompt: None,
+                });
+            }
+        }
+        let resolved = first.unwrap_or_default();
+        let requested = &self.job.requested;
+        let response = ImagesResponse {
+            created: now_seconds(),
+            background: resolved
+                .background
+                .or_else(|| not_auto(&requested.background, Background::Auto.as_str())),
+            data,
+            model: None,
+            output_format: resolved.output_format.or_else(|| requested.output_format.clone()),
+            quality: resolved
+                .quality
+                .or_else(|| not_auto(&requested.quality, Quality::Auto.as_str())),
+            size: resolved.size.or_else(|| not_auto(&requested.size, "auto")),
+            usage: Some(usage),
+        };
+        let body = serde_json::to_vec(&response)
+            .map_err(|err| Failure::protocol(format!("encoding the images response failed: {err}")))?;
+        Ok(Reply::Json {
+            body: Bytes::from(body),
+            request_id: None,
+        })
+    }
+}
+
+/// Starts the call for the next image with main model number `model_index`.
+async fn start(job: &Job, model_index: usize) -> Result<EventStream, Failure> {
+    let Some(model) = job.target.main_models.get(model_index) else {
+        return Err(Failure::protocol("the codex account has no main model left"));
+    };
+    let body = RequestBody::Json(job.request.body_for(model)?);
+    let response = openai::send(
+        &job.client,
+        &job.config,
+        &job.target,
+        Endpoint::Responses,
+        body,
+        true,
+        job.deadline,
+    )
+    .await?;
+    Ok(openai::stream::relay(
+        response,
+        Endpoint::Responses,
+        1,
+        job.deadline,
+    ))
+}
+
+fn not_auto(value: &Option<String>, auto: &str) -> Option<String> {
+    value.clone().filter(|value| value != auto)
+}
+
+fn now_seconds() -> i64 {
+    i64::try_from(now_unix_ms() / 1000).unwrap_or(i64::MAX)
+}
+
+/// One output as the Images API event of the job's endpoint.
+fn image_event(job: &Job, output: Output) -> Result<SseEvent, Failure> {
+    let pick = |upstream: Option<String>, requested: &Option<String>| {
+        upstream
+            .or_else(|| requested.clone())
+            .unwrap_or_else(|| "auto".to_owned())
+    };
+    let requested = &job.requested;
+    let event = match output {
+        Output::Partial(partial) => ImageStreamEvent::partial(
+            job.endpoint,
+            PartialImageEvent {
+                b64_json: partial.b64,
+                created_at: now_seconds(),
+                size: pick(partial.resolved.size, &requested.size),
+                quality: pick(partial.resolved.quality, &requested.quality),
+                background: pick(partial.resolved.background, &requested.background),
+                output_format: pick(partial.resolved.output_format, &requested.output_format),
+                partial_image_index: partial.index,
+            },
+        ),
+        Output::Completed(image, usage) => ImageStreamEvent::completed(
+            job.endpoint,
+            CompletedImageEvent {
+                b64_json: image.b64,
+                created_at: now_seconds(),
+                size: pick(image.resolved.size, &requested.size),
+                quality: pick(image.resolved.quality, &requested.quality),
+                background: pick(image.resolved.background, &requested.background),
+                output_format: pick(image.resolved.output_format, &requested.output_format),
+                usage,
+            },
+        ),
+    };
+    let data = serde_json::to_string(&event)
+        .map_err(|err| Failure::protocol(format!("encoding an image event failed: {err}")))?;
+    Ok(SseEvent {
+        event: Some(event.event_type().to_owned()),
+        data,
+        id: None,
+    })
+}

@@ -1,0 +1,211 @@
+//! Reading the Responses stream of one image call: partial images, the final image (the
+//! `image_generation_call` item's `result`), the image token usage (`tool_usage.image_gen`) and
+//! failures. Event data is parsed with borrowed strings, so the base64 is copied once, into the
+//! value returned.
+
+use std::borrow::Cow;
+
+use imagegate_codec::sse::SseEvent;
+use imagegate_domain::Usage;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::failure::{Failure, classify_error_object};
+use crate::openai::now_unix_ms;
+
+/// What one upstream event means for the image being made.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Step {
+    /// A partial image.
+    Partial(PartialImage),
+    /// The final image (the usage follows with [`Step::Completed`]).
+    Image(FinalImage),
+    /// The response completed; `image` is set when the final image was only in the response.
+    Completed { usage: Usage, image: Option<FinalImage> },
+    /// The response failed.
+    Failed(Failure),
+    /// Nothing to relay.
+    Ignore,
+}
+
+/// Image properties as the upstream reports them (each may be missing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    pub(crate) size: Option<String>,
+    pub(crate) quality: Option<String>,
+    pub(crate) background: Option<String>,
+    pub(crate) output_format: Option<String>,
+}
+
+/// A partial image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PartialImage {
+    pub(crate) b64: String,
+    pub(crate) index: u32,
+    pub(crate) resolved: Resolved,
+}
+
+/// The final image of one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FinalImage {
+    pub(crate) b64: String,
+    pub(crate) revised_prompt: Option<String>,
+    pub(crate) resolved: Resolved,
+}
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    partial_image_b64: Option<Cow<'a, str>>,
+    #[serde(default)]
+    partial_image_index: Option<u32>,
+    #[serde(borrow, default)]
+    size: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    quality: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    background: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    output_format: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    item: Option<Item<'a>>,
+    #[serde(borrow, default)]
+    response: Option<Response<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    result: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    revised_prompt: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    size: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    quality: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    background: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    output_format: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(default)]
+    error: Option<Map<String, Value>>,
+    #[serde(default)]
+    incomplete_details: Option<Value>,
+    #[serde(default)]
+    tool_usage: Option<ToolUsage>,
+    #[serde(borrow, default)]
+    output: Vec<Item<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ToolUsage {
+    #[serde(default)]
+    image_gen: Option<Usage>,
+}
+
+fn owned(value: Option<Cow<'_, str>>) -> Option<String> {
+    value.map(Cow::into_owned)
+}
+
+impl<'a> Item<'a> {
+    fn into_final(self) -> Option<FinalImage> {
+        if self.kind != "image_generation_call" {
+            return None;
+        }
+        let b64 = self.result.filter(|result| !result.is_empty())?.into_owned();
+        Some(FinalImage {
+            b64,
+            revised_prompt: owned(self.revised_prompt),
+            resolved: Resolved {
+                size: owned(self.size),
+                quality: owned(self.quality),
+                background: owned(self.background),
+                output_format: owned(self.output_format),
+            },
+        })
+    }
+}
+
+/// Reads one event of the upstream stream (error events were already turned into failures by the
+/// relay).
+pub(crate) fn step(event: &SseEvent) -> Step {
+    let Ok(event) = serde_json::from_str::<Event<'_>>(&event.data) else {
+        return Step::Ignore;
+    };
+    match event.kind.as_ref() {
+        "response.image_generation_call.partial_image" => match event.partial_image_b64 {
+            Some(b64) => Step::Partial(PartialImage {
+                b64: b64.into_owned(),
+                index: event.partial_image_index.unwrap_or(0),
+                resolved: Resolved {
+                    size: owned(event.size),
+                    quality: owned(event.quality),
+                    background: owned(event.background),
+                    output_format: owned(event.output_format),
+                },
+            }),
+            None => Step::Ignore,
+        },
+        "response.output_item.done" => match event.item.and_then(Item::into_final) {
+            Some(image) => Step::Image(image),
+            None => Step::Ignore,
+        },
+        "response.completed" => {
+            let response = event.response;
+            let (usage, image) = match response {
+                Some(response) => {
+                    let usage = response.tool_usage.and_then(|t| t.image_gen).unwrap_or_default();
+                    (usage, response.output.into_iter().find_map(Item::into_final))
+                }
+                None => (Usage::default(), None),
+            };
+            Step::Completed {
+                usage: with_total(usage),
+                image,
+            }
+        }
+        "response.failed" => {
+            let error = event.response.and_then(|r| r.error);
+            Step::Failed(match error {
+                Some(error) => classify_error_object(None, &error, &HeaderMap::new(), now_unix_ms()),
+                None => Failure::transient("the upstream response failed without an error"),
+            })
+        }
+        "response.incomplete" => {
+            let reason = event
+                .response
+                .and_then(|r| r.incomplete_details)
+                .and_then(|d| d.get("reason").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_else(|| "unknown".to_owned());
+            Step::Failed(Failure::transient(format!(
+                "the upstream response is incomplete ({reason})"
+            )))
+        }
+        _ => Step::Ignore,
+    }
+}
+
+/// `total_tokens` filled in when the upstream left it out.
+fn with_total(usage: Usage) -> Usage {
+    if usage.total_tokens == 0 {
+        Usage {
+            total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
+            ..usage
+        }
+    } else {
+        usage
+    }
+}
+
+#[cfg(test)]
+#[path = "translate_tests.rs"]
+mod tests;

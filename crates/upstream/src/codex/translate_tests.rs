@@ -1,0 +1,169 @@
+use super::*;
+use crate::failure::FailureKind;
+use imagegate_domain::TokenDetails;
+use serde_json::json;
+
+fn ev(data: Value) -> SseEvent {
+    let kind = data["type"].as_str().map(str::to_owned);
+    SseEvent {
+        event: kind,
+        data: data.to_string(),
+        id: None,
+    }
+}
+
+#[test]
+fn partial_images_keep_their_index_and_properties() {
+    let step = step(&ev(
+        json!({"type": "response.image_generation_call.partial_image", "sequence_number": 5,
+        "output_index": 0, "item_id": "ig_1", "partial_image_index": 1, "partial_image_b64": "UEFSVA==",
+        "size": "1536x1024", "quality": "high", "background": "opaque", "output_format": "png"}),
+    ));
+    assert_eq!(
+        step,
+        Step::Partial(PartialImage {
+            b64: "UEFSVA==".into(),
+            index: 1,
+            resolved: Resolved {
+                size: Some("1536x1024".into()),
+                quality: Some("high".into()),
+                background: Some("opaque".into()),
+                output_format: Some("png".into()),
+            },
+        })
+    );
+}
+
+#[test]
+fn the_done_image_item_is_the_final_image() {
+    let step = step(&ev(
+        json!({"type": "response.output_item.done", "output_index": 0, "item": {
+        "id": "ig_1", "type": "image_generation_call", "status": "completed", "result": "RklOQUw=",
+        "revised_prompt": "A fox", "size": "1024x1024", "output_format": "webp"}}),
+    ));
+    let Step::Image(image) = step else {
+        panic!("expected an image, got {step:?}")
+    };
+    assert_eq!(image.b64, "RklOQUw=");
+    assert_eq!(image.revised_prompt.as_deref(), Some("A fox"));
+    assert_eq!(image.resolved.size.as_deref(), Some("1024x1024"));
+    assert_eq!(image.resolved.quality, None);
+}
+
+#[test]
+fn other_items_and_events_are_ignored() {
+    let message = json!({"type": "response.output_item.done", "item": {"type": "message", "content": []}});
+    assert_eq!(step(&ev(message)), Step::Ignore);
+    let empty = json!({"type": "response.output_item.done", "item": {"type": "image_generation_call", "result": null}});
+    assert_eq!(step(&ev(empty)), Step::Ignore);
+    assert_eq!(
+        step(&ev(json!({"type": "response.created", "response": {"id": "r"}}))),
+        Step::Ignore
+    );
+    assert_eq!(
+        step(&SseEvent {
+            event: None,
+            data: "not json".into(),
+            id: None
+        }),
+        Step::Ignore
+    );
+}
+
+#[test]
+fn completion_reports_the_image_tool_usage() {
+    let step = step(&ev(
+        json!({"type": "response.completed", "response": {"id": "r", "status": "completed",
+        "usage": {"input_tokens": 900, "output_tokens": 50, "total_tokens": 950},
+        "tool_usage": {"image_gen": {"input_tokens": 20, "input_tokens_details": {"text_tokens": 20, "image_tokens": 0},
+            "output_tokens": 4160, "output_tokens_details": {"image_tokens": 4160, "text_tokens": 0}}},
+        "output": []}}),
+    ));
+    let expected = Usage {
+        input_tokens: 20,
+        input_tokens_details: TokenDetails {
+            text_tokens: 20,
+            image_tokens: 0,
+        },
+        output_tokens: 4160,
+        output_tokens_details: TokenDetails {
+            text_tokens: 0,
+            image_tokens: 4160,
+        },
+        total_tokens: 4180,
+    };
+    assert_eq!(
+        step,
+        Step::Completed {
+            usage: expected,
+            image: None
+        }
+    );
+}
+
+#[test]
+fn completion_carries_the_image_when_no_item_event_did() {
+    let step = step(&ev(json!({"type": "response.completed", "response": {"output": [
+        {"type": "reasoning", "summary": []},
+        {"type": "image_generation_call", "result": "SU1H", "quality": "low"}]}})));
+    let Step::Completed {
+        usage,
+        image: Some(image),
+    } = step
+    else {
+        panic!("expected an image, got {step:?}")
+    };
+    assert_eq!(usage, Usage::default());
+    assert_eq!(image.b64, "SU1H");
+    assert_eq!(image.resolved.quality.as_deref(), Some("low"));
+}
+
+#[test]
+fn failed_responses_are_classified() {
+    let refused = step(&ev(
+        json!({"type": "response.failed", "response": {"status": "failed",
+        "error": {"code": "moderation_blocked", "message": "Your request was rejected by the safety system."}}}),
+    ));
+    let Step::Failed(failure) = refused else {
+        panic!("expected a failure")
+    };
+    assert_eq!(failure.kind, FailureKind::Refused);
+    assert_eq!(
+        failure.client_error().message,
+        "Your request was rejected by the safety system."
+    );
+
+    let limited = step(&ev(json!({"type": "response.failed", "response": {
+        "error": {"code": "rate_limit_exceeded", "message": "Please try again in 20s."}}})));
+    let Step::Failed(failure) = limited else {
+        panic!("expected a failure")
+    };
+    assert!(matches!(
+        failure.kind,
+        FailureKind::RateLimited {
+            reset_at_unix_ms: Some(_),
+            ..
+        }
+    ));
+
+    let bare = step(&ev(
+        json!({"type": "response.failed", "response": {"error": null}}),
+    ));
+    assert!(matches!(
+        bare,
+        Step::Failed(Failure {
+            kind: FailureKind::Transient,
+            ..
+        })
+    ));
+
+    let incomplete = step(&ev(json!({"type": "response.incomplete", "response": {
+        "incomplete_details": {"reason": "max_output_tokens"}}})));
+    let Step::Failed(failure) = incomplete else {
+        panic!("expected a failure")
+    };
+    assert_eq!(
+        failure.message,
+        "the upstream response is incomplete (max_output_tokens)"
+    );
+}

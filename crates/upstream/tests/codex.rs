@@ -1,0 +1,289 @@
+//! ChatGPT-subscription accounts: Images requests through forced-tool Responses calls.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use base64::Engine as _;
+use common::*;
+use imagegate_codec::sse::SseEvent;
+use imagegate_domain::{ImageFileFormat, ImageParams, ImageParamsDraft};
+use imagegate_upstream::{AccountKind, Failure, FailureKind, Reply, Upstream, UpstreamCall};
+use serde_json::{Value, json};
+use wiremock::matchers::{body_partial_json, header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The SSE body of one successful image call.
+fn image_call_sse(result: &str, partials: &[&str]) -> String {
+    let mut frames = vec![
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"id": "ig_1", "type": "image_generation_call", "status": "in_progress"}}),
+    ];
+    for (index, partial) in partials.iter().enumerate() {
+        frames.push(
+            json!({"type": "response.image_generation_call.partial_image", "sequence_number": 2 + index,
+            "output_index": 0, "item_id": "ig_1", "partial_image_index": index, "partial_image_b64": partial,
+            "size": "1024x1536", "quality": "medium", "background": "opaque", "output_format": "png"}),
+        );
+    }
+    frames.push(json!({"type": "response.output_item.done", "sequence_number": 10, "output_index": 0, "item": {
+        "id": "ig_1", "type": "image_generation_call", "status": "completed", "result": result,
+        "revised_prompt": "A cat", "size": "1024x1536", "quality": "medium", "background": "opaque", "output_format": "png"}}));
+    frames.push(json!({"type": "response.completed", "sequence_number": 11, "response": {"id": "resp_1", "status": "completed",
+        "output": [{"type": "image_generation_call", "result": result}],
+        "usage": {"input_tokens": 500, "output_tokens": 20, "total_tokens": 520},
+        "tool_usage": {"image_gen": {"input_tokens": 30, "input_tokens_details": {"text_tokens": 30, "image_tokens": 0},
+            "output_tokens": 1000, "output_tokens_details": {"image_tokens": 1000, "text_tokens": 0}, "total_tokens": 1030}}}}));
+    frames
+        .iter()
+        .map(|frame| format!("event: {}\ndata: {frame}\n\n", frame["type"].as_str().unwrap()))
+        .collect()
+}
+
+fn sse(body: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+async fn codex_call(server: &MockServer, models: &[&str], call: UpstreamCall<'_>) -> Result<Reply, Failure> {
+    let mut target = target(server, AccountKind::Codex);
+    target.main_models = models.iter().map(|m| (*m).to_owned()).collect();
+    upstream().call(&target, call, DEADLINE).await
+}
+
+fn params(draft: ImageParamsDraft) -> ImageParams {
+    generation(draft)
+}
+
+#[tokio::test]
+async fn n_images_are_n_sequential_calls_summed_into_one_images_response() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .and(header("authorization", format!("Bearer {KEY}").as_str()))
+        .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(2),
+        size: Some("1024x1536".into()),
+        quality: Some("medium".into()),
+        ..prompt_only("a cat")
+    });
+    let reply = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+    assert_eq!(
+        body["data"],
+        json!([{"b64_json": "SU1BR0U="}, {"b64_json": "SU1BR0U="}])
+    );
+    assert_eq!(
+        (
+            &body["size"],
+            &body["quality"],
+            &body["background"],
+            &body["output_format"]
+        ),
+        (
+            &json!("1024x1536"),
+            &json!("medium"),
+            &json!("opaque"),
+            &json!("png")
+        )
+    );
+    assert_eq!(
+        body["usage"],
+        json!({"input_tokens": 60, "input_tokens_details": {"text_tokens": 60, "image_tokens": 0},
+        "output_tokens": 2000, "output_tokens_details": {"text_tokens": 0, "image_tokens": 2000}, "total_tokens": 2060})
+    );
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let sent: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(sent["model"], "gpt-5");
+    assert_eq!((&sent["stream"], &sent["store"]), (&json!(true), &json!(false)));
+    assert_eq!(sent["tool_choice"], json!({"type": "image_generation"}));
+    assert_eq!(
+        sent["tools"],
+        json!([{"type": "image_generation", "model": "gpt-image-2-2026-04-21", "size": "1024x1536",
+        "quality": "medium", "background": "auto", "output_format": "png", "moderation": "auto", "action": "generate"}])
+    );
+    assert_eq!(
+        sent["input"][0]["content"],
+        json!([{"type": "input_text", "text": "a cat"}])
+    );
+}
+
+#[tokio::test]
+async fn an_unsupported_main_model_falls_back_to_the_next() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .and(body_partial_json(json!({"model": "gpt-retired"})))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"detail": "The 'gpt-retired' model is not supported when using Codex with a ChatGPT account."})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(body_partial_json(json!({"model": "gpt-5"})))
+        .respond_with(sse(image_call_sse("T0s=", &[])))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(2),
+        ..prompt_only("a cat")
+    });
+    let reply = codex_call(
+        &server,
+        &["gpt-retired", "gpt-5"],
+        UpstreamCall::Generate { params: &params },
+    )
+    .await
+    .unwrap();
+    let body: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+    assert_eq!(body["data"].as_array().unwrap().len(), 2);
+    let models: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        vec![json!("gpt-retired"), json!("gpt-5"), json!("gpt-5")],
+        "the working model is kept for the second image"
+    );
+}
+
+#[tokio::test]
+async fn when_every_main_model_is_unsupported_the_failure_says_so() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {"message": "Model not found gpt-x", "type": "invalid_request_error", "param": "model", "code": "model_not_found"}})))
+        .mount(&server)
+        .await;
+    let params = params(prompt_only("a cat"));
+    let failure = codex_call(
+        &server,
+        &["gpt-x", "gpt-y"],
+        UpstreamCall::Generate { params: &params },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::ModelUnsupported);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn streamed_edits_relay_partials_and_the_completed_image_as_edit_events() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(image_call_sse("RklOQUw=", &["UDA=", "UDE="])))
+        .mount(&server)
+        .await;
+    let params = edit(ImageParamsDraft {
+        stream: Some(true),
+        partial_images: Some(2),
+        ..prompt_only("add a hat")
+    });
+    let images = [upload(
+        "image",
+        Some("cat.png"),
+        ImageFileFormat::Png,
+        b"\x89PNG cat",
+    )];
+    let mask = upload("mask", None, ImageFileFormat::Png, b"\x89PNG mask");
+    let call = UpstreamCall::Edit {
+        params: &params,
+        images: &images,
+        mask: Some(&mask),
+    };
+    let reply = codex_call(&server, &["gpt-5"], call).await.unwrap();
+    let events: Vec<SseEvent> = events(reply).await.into_iter().map(Result::unwrap).collect();
+    let names: Vec<&str> = events.iter().map(|e| e.event.as_deref().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "image_edit.partial_image",
+            "image_edit.partial_image",
+            "image_edit.completed"
+        ]
+    );
+    let data: Vec<Value> = events
+        .iter()
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(
+        (&data[0]["b64_json"], &data[0]["partial_image_index"]),
+        (&json!("UDA="), &json!(0))
+    );
+    assert_eq!(
+        (&data[1]["b64_json"], &data[1]["partial_image_index"]),
+        (&json!("UDE="), &json!(1))
+    );
+    assert_eq!(data[2]["type"], "image_edit.completed");
+    assert_eq!(data[2]["b64_json"], "RklOQUw=");
+    assert_eq!(data[2]["size"], "1024x1536");
+    assert_eq!(data[2]["usage"]["output_tokens"], 1000);
+    assert!(data[2]["created_at"].as_i64().unwrap() > 1_700_000_000);
+
+    let request = only_request(&server).await;
+    let sent: Value = serde_json::from_slice(&request.body).unwrap();
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    assert_eq!(
+        sent["input"][0]["content"][1],
+        json!({"type": "input_image", "image_url": format!("data:image/png;base64,{}", b64(b"\x89PNG cat"))})
+    );
+    assert_eq!(
+        sent["tools"][0]["input_image_mask"],
+        json!({"image_url": format!("data:image/png;base64,{}", b64(b"\x89PNG mask"))})
+    );
+    assert_eq!(
+        (&sent["tools"][0]["action"], &sent["tools"][0]["partial_images"]),
+        (&json!("edit"), &json!(2))
+    );
+}
+
+#[tokio::test]
+async fn a_failed_response_is_classified() {
+    let server = MockServer::start().await;
+    let failed = json!({"type": "response.failed", "sequence_number": 3, "response": {"status": "failed",
+        "error": {"code": "moderation_blocked", "message": "Your request was rejected by the safety system."}}});
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(format!("event: response.failed\ndata: {failed}\n\n")))
+        .mount(&server)
+        .await;
+    let params = params(prompt_only("something"));
+    let failure = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Refused);
+    assert_eq!(failure.client_error().code(), Some("moderation_blocked"));
+}
+
+#[tokio::test]
+async fn a_completed_response_without_an_image_is_no_image() {
+    let server = MockServer::start().await;
+    let done = json!({"type": "response.completed", "response": {"status": "completed", "output": [{"type": "message", "content": []}]}});
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(format!("event: response.completed\ndata: {done}\n\n")))
+        .mount(&server)
+        .await;
+    let params = params(prompt_only("something"));
+    let failure = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::NoImage);
+}
+
+#[tokio::test]
+async fn a_codex_account_without_main_model_is_refused_before_calling() {
+    let server = MockServer::start().await;
+    let params = params(prompt_only("a cat"));
+    let failure = codex_call(&server, &[], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Protocol);
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
