@@ -96,18 +96,8 @@ impl Tier {
     }
 }
 
-/// Whether a request produces large (above 2560x1440) or standard images.
-///
-/// Defined here because `imagegate-domain` did not export a `SizeClass` when this crate was
-/// written; the server maps the domain's size onto this enum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SizeClass {
-    /// Up to 2560x1440 pixels, and every non-image request.
-    Standard,
-    /// Larger than 2560x1440 (2K/4K): slow and expensive upstream.
-    Large,
-}
+/// Whether a request produces large (above 2560x1440) or standard images: the domain's type.
+pub use imagegate_domain::SizeClass;
 
 /// Per-account concurrency limits, one per size class. A limit of 0 means "never for this class".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
