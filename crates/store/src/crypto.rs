@@ -1,0 +1,290 @@
+//! Encryption at rest of upstream account credentials.
+//!
+//! Credentials are sealed with AES-256-GCM under a 32-byte [`MasterKey`]; each encryption uses a
+//! fresh random 96-bit nonce and the stored value is `nonce || ciphertext || tag`.
+
+use std::fmt;
+use std::io::Write;
+use std::path::Path;
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use zeroize::Zeroizing;
+
+use crate::error::CryptoError;
+
+/// The environment variable holding the master key (64 hex digits or base64 of 32 bytes).
+pub const MASTER_KEY_ENV: &str = "IMAGEGATE_MASTER_KEY";
+/// The key file created in the data directory when the environment variable is not set.
+pub const MASTER_KEY_FILE: &str = "master.key";
+
+const NONCE_LEN: usize = 12;
+/// Binds ciphertexts to their purpose and format version.
+const CREDENTIAL_AAD: &[u8] = b"imagegate/account-credential/v1";
+
+/// The 32-byte key that encrypts account credentials. `Debug` does not show it; it is zeroed
+/// on drop.
+#[derive(Clone)]
+pub struct MasterKey(Zeroizing<[u8; 32]>);
+
+impl MasterKey {
+    /// Wraps raw key bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(Zeroizing::new(bytes))
+    }
+
+    /// A new random key from the operating system's CSPRNG.
+    pub fn generate() -> Result<Self, CryptoError> {
+        let mut bytes = Zeroizing::new([0u8; 32]);
+        getrandom::fill(bytes.as_mut()).map_err(|e| CryptoError::Random(e.to_string()))?;
+        Ok(Self(bytes))
+    }
+
+    /// Parses 64 hex digits or base64 (standard alphabet, padding optional) of 32 bytes.
+    /// Surrounding whitespace is ignored.
+    pub fn parse(text: &str) -> Result<Self, CryptoError> {
+        let text = text.trim();
+        let decoded = if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            hex::decode(text).ok()
+        } else {
+            STANDARD
+                .decode(text)
+                .or_else(|_| STANDARD_NO_PAD.decode(text))
+                .ok()
+        };
+        let bytes =
+            Zeroizing::new(decoded.ok_or_else(|| {
+                CryptoError::InvalidMasterKey("expected 64 hex digits or base64".to_owned())
+            })?);
+        let array: [u8; 32] = bytes
+            .as_slice()
+            .try_into()
+            .map_err(|_| CryptoError::InvalidMasterKey(format!("expected 32 bytes, got {}", bytes.len())))?;
+        Ok(Self::from_bytes(array))
+    }
+
+    /// The key as base64, e.g. to copy it into [`MASTER_KEY_ENV`] on another replica.
+    pub fn to_base64(&self) -> crate::Secret {
+        crate::Secret::new(STANDARD.encode(self.0.as_ref()))
+    }
+
+    /// Loads the master key: from `env_value` (the value of [`MASTER_KEY_ENV`]) when it is set
+    /// and not empty, else from `<data_dir>/master.key`, which is created (mode 0600, the
+    /// directory 0700 if it is created too) with a new random key when missing.
+    pub fn load_or_create(data_dir: &Path, env_value: Option<&str>) -> Result<Self, CryptoError> {
+        if let Some(value) = env_value.filter(|v| !v.trim().is_empty()) {
+            return Self::parse(value);
+        }
+        let path = data_dir.join(MASTER_KEY_FILE);
+        let io_err = |source| CryptoError::KeyFile {
+            path: path.clone(),
+            source,
+        };
+        create_private_dir(data_dir).map_err(io_err)?;
+        let key = Self::generate()?;
+        match create_private_file(&path) {
+            Ok(mut file) => {
+                let text = Zeroizing::new(format!("{}\n", key.to_base64().expose()));
+                file.write_all(text.as_bytes()).map_err(io_err)?;
+                file.sync_all().map_err(io_err)?;
+                tracing::info!(path = %path.display(), "created a new master key file");
+                Ok(key)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                warn_if_readable_by_others(&path);
+                let text = Zeroizing::new(std::fs::read_to_string(&path).map_err(io_err)?);
+                Self::parse(&text)
+            }
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
+    /// [`MasterKey::load_or_create`] with the value of [`MASTER_KEY_ENV`] from the process
+    /// environment.
+    pub fn load_or_create_from_env(data_dir: &Path) -> Result<Self, CryptoError> {
+        let env_value = Zeroizing::new(std::env::var(MASTER_KEY_ENV).unwrap_or_default());
+        Self::load_or_create(data_dir, Some(env_value.as_str()))
+    }
+}
+
+impl fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MasterKey([REDACTED])")
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+#[cfg(unix)]
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(path = %path.display(), "master key file is accessible to other users; chmod 600 it");
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_readable_by_others(_path: &Path) {}
+
+/// Seals and opens credentials with a [`MasterKey`].
+#[derive(Clone)]
+pub struct Crypto {
+    cipher: Aes256Gcm,
+}
+
+impl Crypto {
+    /// A cipher for `key`.
+    pub fn new(key: &MasterKey) -> Self {
+        let bytes: &[u8; 32] = &key.0;
+        Self {
+            cipher: Aes256Gcm::new(bytes.into()),
+        }
+    }
+
+    /// Encrypts `plaintext`; returns `nonce || ciphertext || tag`.
+    pub fn encrypt(&self, plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        let mut nonce_bytes = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce_bytes).map_err(|e| CryptoError::Random(e.to_string()))?;
+        let nonce = Nonce::from(nonce_bytes);
+        let payload = Payload {
+            msg: plaintext,
+            aad: CREDENTIAL_AAD,
+        };
+        let sealed = self
+            .cipher
+            .encrypt(&nonce, payload)
+            .map_err(|_| CryptoError::Encrypt)?;
+        let mut out = Vec::with_capacity(NONCE_LEN + sealed.len());
+        out.extend_from_slice(&nonce_bytes);
+        out.extend_from_slice(&sealed);
+        Ok(out)
+    }
+
+    /// Decrypts a value made by [`Crypto::encrypt`]. Fails with [`CryptoError::Decrypt`] on a
+    /// wrong key or altered data.
+    pub fn decrypt(&self, stored: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        let (nonce_bytes, sealed) = stored.split_at_checked(NONCE_LEN).ok_or(CryptoError::Decrypt)?;
+        let nonce_array: [u8; NONCE_LEN] = nonce_bytes.try_into().map_err(|_| CryptoError::Decrypt)?;
+        let payload = Payload {
+            msg: sealed,
+            aad: CREDENTIAL_AAD,
+        };
+        self.cipher
+            .decrypt(&Nonce::from(nonce_array), payload)
+            .map(Zeroizing::new)
+            .map_err(|_| CryptoError::Decrypt)
+    }
+
+    /// Encrypts a secret string.
+    pub fn seal(&self, secret: &crate::Secret) -> Result<Vec<u8>, CryptoError> {
+        self.encrypt(secret.expose().as_bytes())
+    }
+
+    /// Decrypts a value made by [`Crypto::seal`] back into a secret string.
+    pub fn open(&self, stored: &[u8]) -> Result<crate::Secret, CryptoError> {
+        let bytes = self.decrypt(stored)?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| CryptoError::Decrypt)?;
+        Ok(crate::Secret::new(text))
+    }
+}
+
+impl fmt::Debug for Crypto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Crypto(AES-256-GCM)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_fresh_nonces() {
+        let crypto = Crypto::new(&MasterKey::generate().unwrap());
+        let a = crypto.encrypt(b"token-123").unwrap();
+        let b = crypto.encrypt(b"token-123").unwrap();
+        assert_ne!(a, b, "same plaintext must not give the same ciphertext");
+        assert_eq!(a.len(), NONCE_LEN + 9 + 16);
+        assert!(!a.windows(9).any(|w| w == b"token-123"));
+        assert_eq!(crypto.decrypt(&a).unwrap().as_slice(), b"token-123");
+    }
+
+    #[test]
+    fn wrong_key_and_tampering_fail() {
+        let crypto = Crypto::new(&MasterKey::generate().unwrap());
+        let other = Crypto::new(&MasterKey::generate().unwrap());
+        let mut sealed = crypto.encrypt(b"secret").unwrap();
+        assert!(matches!(other.decrypt(&sealed), Err(CryptoError::Decrypt)));
+        if let Some(byte) = sealed.last_mut() {
+            *byte ^= 1;
+        }
+        assert!(matches!(crypto.decrypt(&sealed), Err(CryptoError::Decrypt)));
+        assert!(matches!(crypto.decrypt(&[1, 2, 3]), Err(CryptoError::Decrypt)));
+    }
+
+    #[test]
+    fn parses_hex_and_base64() {
+        let hex_text = "00".repeat(31) + "ff";
+        let from_hex = MasterKey::parse(&hex_text).unwrap();
+        assert_eq!(from_hex.0[31], 0xff);
+        let b64 = from_hex.to_base64();
+        let from_b64 = MasterKey::parse(b64.expose()).unwrap();
+        assert_eq!(*from_b64.0, *from_hex.0);
+        let unpadded = b64.expose().trim_end_matches('=').to_owned();
+        assert_eq!(*MasterKey::parse(&unpadded).unwrap().0, *from_hex.0);
+        assert!(MasterKey::parse("abcd").is_err());
+        assert!(MasterKey::parse(&"0".repeat(62)).is_err());
+        assert!(!format!("{from_hex:?}").contains("ff"));
+    }
+
+    #[test]
+    fn key_file_is_created_once_with_private_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("data");
+        let first = MasterKey::load_or_create(&data_dir, None).unwrap();
+        let second = MasterKey::load_or_create(&data_dir, Some("")).unwrap();
+        assert_eq!(*first.0, *second.0);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(data_dir.join(MASTER_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let from_env = MasterKey::load_or_create(&data_dir, Some(&"11".repeat(32))).unwrap();
+        assert_eq!(*from_env.0, [0x11; 32]);
+    }
+}

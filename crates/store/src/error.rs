@@ -1,0 +1,95 @@
+//! Error types of the store.
+
+/// Everything that can go wrong in a [`Store`](crate::Store) call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The entity does not exist (or a referenced entity does not exist).
+    #[error("{what} not found: {key}")]
+    NotFound {
+        /// The kind of entity, e.g. `"user"`.
+        what: &'static str,
+        /// How it was looked up (an id or a name).
+        key: String,
+    },
+    /// A unique name is already taken, or the change conflicts with the entity's state.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The input was rejected before reaching the database (empty name, zero limit, ...).
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    /// The database URL is malformed or names a backend that is not compiled in.
+    #[error("unsupported database url: {0}")]
+    UnsupportedUrl(String),
+    /// A value read from the database could not be understood (unknown enum text, bad JSON).
+    #[error("corrupt value in database: {0}")]
+    Corrupt(String),
+    /// The database driver failed (connection lost, timeout, SQL error).
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+    /// Applying the embedded migrations failed.
+    #[error("migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// Encrypting or decrypting an account credential failed.
+    #[error(transparent)]
+    Crypto(#[from] CryptoError),
+}
+
+impl StoreError {
+    pub(crate) fn not_found(what: &'static str, key: impl ToString) -> Self {
+        Self::NotFound {
+            what,
+            key: key.to_string(),
+        }
+    }
+
+    /// Maps a driver error, turning unique and foreign-key violations into [`StoreError::Conflict`]
+    /// and [`StoreError::NotFound`]; `what` names the entity being written.
+    pub(crate) fn from_write(what: &'static str, err: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &err {
+            if db.is_unique_violation() {
+                return Self::Conflict(format!("{what} already exists"));
+            }
+            if db.is_foreign_key_violation() {
+                return Self::not_found("referenced entity", format!("for {what}"));
+            }
+        }
+        Self::Database(err)
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        Self::Database(err)
+    }
+}
+
+/// Failures of the master key and of credential encryption.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CryptoError {
+    /// The master key text is neither 64 hex digits nor base64 of 32 bytes.
+    #[error("invalid master key: {0}")]
+    InvalidMasterKey(String),
+    /// Reading or creating the key file failed.
+    #[error("master key file {path}: {source}")]
+    KeyFile {
+        /// The file involved.
+        path: std::path::PathBuf,
+        /// The I/O failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The operating system's random source failed.
+    #[error("random source failed: {0}")]
+    Random(String),
+    /// Encryption failed (the plaintext is too long for AES-GCM).
+    #[error("credential encryption failed")]
+    Encrypt,
+    /// The stored ciphertext is malformed, was tampered with, or was made with another master key.
+    #[error("credential decryption failed (wrong master key or corrupt data)")]
+    Decrypt,
+}
+
+/// Shorthand for results of store calls.
+pub type StoreResult<T> = Result<T, StoreError>;

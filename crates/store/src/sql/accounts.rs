@@ -1,0 +1,218 @@
+//! Upstream accounts and their encrypted credentials. Compiled once per backend.
+
+use sqlx::Pool;
+
+use super::Db;
+use crate::crypto::Crypto;
+use crate::error::{StoreError, StoreResult};
+use crate::model::{
+    Account, AccountId, AccountStatus, AccountUpdate, GroupId, NewAccount, Timestamp, check_name,
+};
+use crate::rows::{ACCOUNT_COLUMNS, AccountRow, accounts_with_groups, models_json};
+use crate::secret::Secret;
+
+async fn insert_groups(
+    tx: &mut sqlx::Transaction<'_, Db>,
+    id: AccountId,
+    groups: &[GroupId],
+) -> StoreResult<()> {
+    let mut unique = groups.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    for group in unique {
+        sqlx::query("INSERT INTO account_groups (account_id, group_id) VALUES ($1, $2)")
+            .bind(id.0)
+            .bind(group.0)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| StoreError::from_write("account group", e))?;
+    }
+    Ok(())
+}
+
+pub(super) async fn create_account(
+    pool: &Pool<Db>,
+    crypto: &Crypto,
+    new: NewAccount,
+) -> StoreResult<Account> {
+    check_name("account", &new.name)?;
+    let credential = new.credential.as_ref().map(|c| crypto.seal(c)).transpose()?;
+    let now = Timestamp::now().unix_ms();
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO accounts (name, kind, base_url, tier, priority, concurrency_standard, \
+         concurrency_large, status, main_model, fallback_models, credential, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING id",
+    )
+    .bind(&new.name)
+    .bind(new.kind.as_str())
+    .bind(new.base_url.as_deref())
+    .bind(new.tier.as_str())
+    .bind(i64::from(new.priority))
+    .bind(i64::from(new.concurrency_standard))
+    .bind(i64::from(new.concurrency_large))
+    .bind(AccountStatus::Active.as_str())
+    .bind(new.main_model.as_deref())
+    .bind(models_json(&new.fallback_models))
+    .bind(credential)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| StoreError::from_write("account", e))?;
+    insert_groups(&mut tx, AccountId(id), &new.groups).await?;
+    tx.commit().await?;
+    account(pool, AccountId(id)).await
+}
+
+async fn groups_of(pool: &Pool<Db>, id: AccountId) -> StoreResult<Vec<GroupId>> {
+    let ids: Vec<i64> =
+        sqlx::query_scalar("SELECT group_id FROM account_groups WHERE account_id = $1 ORDER BY group_id")
+            .bind(id.0)
+            .fetch_all(pool)
+            .await?;
+    Ok(ids.into_iter().map(GroupId).collect())
+}
+
+pub(super) async fn account(pool: &Pool<Db>, id: AccountId) -> StoreResult<Account> {
+    let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = $1");
+    let row: Option<AccountRow> = sqlx::query_as(&sql).bind(id.0).fetch_optional(pool).await?;
+    let row = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    row.into_account(groups_of(pool, id).await?)
+}
+
+pub(super) async fn account_by_name(pool: &Pool<Db>, name: &str) -> StoreResult<Option<Account>> {
+    let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE name = $1");
+    let row: Option<AccountRow> = sqlx::query_as(&sql).bind(name).fetch_optional(pool).await?;
+    match row {
+        Some(row) => {
+            let groups = groups_of(pool, AccountId(row.id)).await?;
+            Ok(Some(row.into_account(groups)?))
+        }
+        None => Ok(None),
+    }
+}
+
+pub(super) async fn list_accounts(pool: &Pool<Db>) -> StoreResult<Vec<Account>> {
+    let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts ORDER BY id");
+    let rows: Vec<AccountRow> = sqlx::query_as(&sql).fetch_all(pool).await?;
+    let pairs: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT account_id, group_id FROM account_groups ORDER BY account_id, group_id")
+            .fetch_all(pool)
+            .await?;
+    accounts_with_groups(rows, &pairs)
+}
+
+pub(super) async fn update_account(
+    pool: &Pool<Db>,
+    id: AccountId,
+    update: AccountUpdate,
+) -> StoreResult<Account> {
+    if let Some(name) = &update.name {
+        check_name("account", name)?;
+    }
+    let mut tx = pool.begin().await?;
+    let done = sqlx::query(
+        "UPDATE accounts SET name = COALESCE($2, name), \
+         base_url = CASE WHEN $3 THEN $4 ELSE base_url END, \
+         tier = COALESCE($5, tier), priority = COALESCE($6, priority), \
+         concurrency_standard = COALESCE($7, concurrency_standard), \
+         concurrency_large = COALESCE($8, concurrency_large), \
+         status = COALESCE($9, status), \
+         status_reason = CASE WHEN $10 THEN $11 ELSE status_reason END, \
+         main_model = CASE WHEN $12 THEN $13 ELSE main_model END, \
+         fallback_models = COALESCE($14, fallback_models), updated_at = $15 WHERE id = $1",
+    )
+    .bind(id.0)
+    .bind(update.name.as_deref())
+    .bind(update.base_url.is_some())
+    .bind(update.base_url.clone().flatten())
+    .bind(update.tier.map(|t| t.as_str()))
+    .bind(update.priority.map(i64::from))
+    .bind(update.concurrency_standard.map(i64::from))
+    .bind(update.concurrency_large.map(i64::from))
+    .bind(update.status.as_ref().map(|(s, _)| s.as_str()))
+    .bind(update.status.is_some())
+    .bind(update.status.as_ref().and_then(|(_, reason)| reason.clone()))
+    .bind(update.main_model.is_some())
+    .bind(update.main_model.clone().flatten())
+    .bind(update.fallback_models.as_deref().map(models_json))
+    .bind(Timestamp::now().unix_ms())
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| StoreError::from_write("account", e))?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::not_found("account", id));
+    }
+    if let Some(groups) = &update.groups {
+        sqlx::query("DELETE FROM account_groups WHERE account_id = $1")
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        insert_groups(&mut tx, id, groups).await?;
+    }
+    tx.commit().await?;
+    account(pool, id).await
+}
+
+pub(super) async fn set_account_status(
+    pool: &Pool<Db>,
+    id: AccountId,
+    status: AccountStatus,
+    reason: Option<&str>,
+) -> StoreResult<()> {
+    let done =
+        sqlx::query("UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1")
+            .bind(id.0)
+            .bind(status.as_str())
+            .bind(reason)
+            .bind(Timestamp::now().unix_ms())
+            .execute(pool)
+            .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::not_found("account", id));
+    }
+    Ok(())
+}
+
+pub(super) async fn delete_account(pool: &Pool<Db>, id: AccountId) -> StoreResult<()> {
+    let done = sqlx::query("DELETE FROM accounts WHERE id = $1")
+        .bind(id.0)
+        .execute(pool)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::not_found("account", id));
+    }
+    Ok(())
+}
+
+pub(super) async fn account_credential(
+    pool: &Pool<Db>,
+    crypto: &Crypto,
+    id: AccountId,
+) -> StoreResult<Option<Secret>> {
+    let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as("SELECT credential FROM accounts WHERE id = $1")
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await?;
+    let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    Ok(sealed.map(|bytes| crypto.open(&bytes)).transpose()?)
+}
+
+pub(super) async fn update_account_credential(
+    pool: &Pool<Db>,
+    crypto: &Crypto,
+    id: AccountId,
+    credential: Option<&Secret>,
+) -> StoreResult<()> {
+    let sealed = credential.map(|c| crypto.seal(c)).transpose()?;
+    let done = sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1")
+        .bind(id.0)
+        .bind(sealed)
+        .bind(Timestamp::now().unix_ms())
+        .execute(pool)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::not_found("account", id));
+    }
+    Ok(())
+}

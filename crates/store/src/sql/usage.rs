@@ -1,0 +1,78 @@
+//! Usage records. Compiled once per backend.
+
+use sqlx::{Pool, QueryBuilder};
+
+use super::Db;
+use crate::error::StoreResult;
+use crate::model::{DailyUsage, UsageEntry, UsageFilter, UsageRecord};
+use crate::rows::{DAILY_SELECT, DailyRow, USAGE_INSERT_COLUMNS, UsageRow, push_usage_conditions, to_i64};
+
+/// Rows per INSERT statement: 28 parameters each stays below both backends' parameter limits.
+const ROWS_PER_STATEMENT: usize = 500;
+
+pub(super) async fn insert_usage_batch(pool: &Pool<Db>, records: &[UsageRecord]) -> StoreResult<u64> {
+    if records.is_empty() {
+        return Ok(0);
+    }
+    let mut inserted = 0;
+    let mut tx = pool.begin().await?;
+    for chunk in records.chunks(ROWS_PER_STATEMENT) {
+        let mut qb: QueryBuilder<'_, Db> =
+            QueryBuilder::new(format!("INSERT INTO usage_records ({USAGE_INSERT_COLUMNS}) "));
+        qb.push_values(chunk, |mut row, r| {
+            row.push_bind(r.request_id.as_str())
+                .push_bind(r.created_at.unix_ms())
+                .push_bind(r.endpoint.as_str())
+                .push_bind(r.model.as_str())
+                .push_bind(r.size_requested.as_deref())
+                .push_bind(r.size_produced.as_deref())
+                .push_bind(r.quality_requested.as_deref())
+                .push_bind(r.quality_produced.as_deref())
+                .push_bind(r.output_format.as_deref())
+                .push_bind(i64::from(r.n))
+                .push_bind(i64::from(r.images))
+                .push_bind(r.stream)
+                .push_bind(i64::from(r.status))
+                .push_bind(r.error_code.as_deref())
+                .push_bind(to_i64(r.tokens.input))
+                .push_bind(to_i64(r.tokens.output))
+                .push_bind(to_i64(r.tokens.total))
+                .push_bind(r.tokens.input_text.map(to_i64))
+                .push_bind(r.tokens.input_image.map(to_i64))
+                .push_bind(r.tokens.output_text.map(to_i64))
+                .push_bind(r.tokens.output_image.map(to_i64))
+                .push_bind(to_i64(r.latency_ms))
+                .push_bind(r.ttfb_ms.map(to_i64))
+                .push_bind(r.account_id.map(|v| v.0))
+                .push_bind(r.group_id.map(|v| v.0))
+                .push_bind(r.user_id.map(|v| v.0))
+                .push_bind(r.key_id.map(|v| v.0))
+                .push_bind(r.fallback_note.as_deref());
+        });
+        qb.push(" ON CONFLICT (request_id) DO NOTHING");
+        inserted += qb.build().execute(&mut *tx).await?.rows_affected();
+    }
+    tx.commit().await?;
+    Ok(inserted)
+}
+
+pub(super) async fn list_usage(pool: &Pool<Db>, filter: &UsageFilter) -> StoreResult<Vec<UsageEntry>> {
+    let mut qb: QueryBuilder<'_, Db> =
+        QueryBuilder::new(format!("SELECT id, {USAGE_INSERT_COLUMNS} FROM usage_records"));
+    push_usage_conditions(&mut qb, filter);
+    qb.push(" ORDER BY created_at DESC, id DESC LIMIT ");
+    qb.push_bind(i64::from(filter.effective_limit()));
+    qb.push(" OFFSET ");
+    qb.push_bind(i64::from(filter.offset.unwrap_or(0)));
+    let rows: Vec<UsageRow> = qb.build_query_as().fetch_all(pool).await?;
+    rows.into_iter().map(UsageRow::into_entry).collect()
+}
+
+pub(super) async fn daily_usage(pool: &Pool<Db>, filter: &UsageFilter) -> StoreResult<Vec<DailyUsage>> {
+    let mut qb: QueryBuilder<'_, Db> = QueryBuilder::new(DAILY_SELECT);
+    push_usage_conditions(&mut qb, filter);
+    qb.push(" GROUP BY day ORDER BY day DESC LIMIT ");
+    qb.push_bind(i64::from(filter.effective_limit()));
+    let rows: Vec<DailyRow> = qb.build_query_as().fetch_all(pool).await?;
+    rows.into_iter().map(DailyRow::into_daily).collect()
+}

@@ -1,0 +1,130 @@
+//! The [`Store`] trait: everything the gateway persists, independent of the database.
+
+use async_trait::async_trait;
+
+use crate::error::StoreResult;
+use crate::model::{
+    Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, AuthContext, Backend, DailyUsage, Group,
+    GroupId, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
+    UsageFilter, UsageRecord, User, UserId,
+};
+use crate::secret::Secret;
+
+/// Persistence of users, groups, API keys, upstream accounts and usage.
+///
+/// Obtained from [`connect`](crate::connect) as `Arc<dyn Store>`. Every method is one short
+/// transaction; errors are [`StoreError`](crate::StoreError)s, never raw SQL.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Which database this is.
+    fn backend(&self) -> Backend;
+
+    /// Checks that the database answers (for readiness probes).
+    async fn ping(&self) -> StoreResult<()>;
+
+    /// Closes the connection pool; later calls fail.
+    async fn close(&self);
+
+    // ---- users ----
+
+    /// Creates a user; [`Conflict`](crate::StoreError::Conflict) if the name is taken.
+    async fn create_user(&self, user: NewUser) -> StoreResult<User>;
+    /// A user by id.
+    async fn user(&self, id: UserId) -> StoreResult<User>;
+    /// A user by name.
+    async fn user_by_name(&self, name: &str) -> StoreResult<Option<User>>;
+    /// All users, by id.
+    async fn list_users(&self) -> StoreResult<Vec<User>>;
+    /// Sets or clears the argon2 password hash.
+    async fn set_user_password_hash(&self, id: UserId, password_hash: Option<&str>) -> StoreResult<()>;
+    /// Grants or revokes admin rights.
+    async fn set_user_admin(&self, id: UserId, is_admin: bool) -> StoreResult<()>;
+
+    // ---- groups ----
+
+    /// Creates a group; [`Conflict`](crate::StoreError::Conflict) if the name is taken.
+    async fn create_group(&self, name: &str) -> StoreResult<Group>;
+    /// A group by id.
+    async fn group(&self, id: GroupId) -> StoreResult<Group>;
+    /// A group by name.
+    async fn group_by_name(&self, name: &str) -> StoreResult<Option<Group>>;
+    /// All groups, by id.
+    async fn list_groups(&self) -> StoreResult<Vec<Group>>;
+    /// The group named [`DEFAULT_GROUP`](crate::DEFAULT_GROUP), created by the migrations.
+    async fn default_group(&self) -> StoreResult<Group> {
+        self.group_by_name(crate::DEFAULT_GROUP)
+            .await?
+            .ok_or_else(|| crate::StoreError::not_found("group", crate::DEFAULT_GROUP))
+    }
+
+    // ---- API keys ----
+
+    /// Creates a key. The full key text is in the result and nowhere else: only a SHA-256 of
+    /// its secret is stored.
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<NewKey>;
+    /// A key by id (deleted keys included).
+    async fn key(&self, id: KeyId) -> StoreResult<ApiKeyRecord>;
+    /// Keys that are not deleted, of one user or of everyone, by id.
+    async fn list_keys(&self, user: Option<UserId>) -> StoreResult<Vec<ApiKeyRecord>>;
+    /// Changes a key's name, group, limits or fallback setting.
+    async fn update_key(&self, id: KeyId, update: KeyUpdate) -> StoreResult<ApiKeyRecord>;
+    /// Sets a key's status. A deleted key stays deleted
+    /// ([`Conflict`](crate::StoreError::Conflict) otherwise).
+    async fn set_key_status(&self, id: KeyId, status: KeyStatus) -> StoreResult<ApiKeyRecord>;
+    /// Disables a key (remember to [`KeyCache::invalidate`](crate::KeyCache::invalidate)).
+    async fn disable_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
+        self.set_key_status(id, KeyStatus::Disabled).await
+    }
+    /// Enables a disabled key.
+    async fn enable_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
+        self.set_key_status(id, KeyStatus::Active).await
+    }
+    /// Soft-deletes a key: it stays for usage history and never authenticates again.
+    async fn delete_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
+        self.set_key_status(id, KeyStatus::Deleted).await
+    }
+    /// Checks a presented key (`sk-ig-<public id>-<secret>`). `Ok(None)` for malformed,
+    /// unknown, wrong-secret, disabled and deleted keys alike.
+    async fn authenticate(&self, presented: &str) -> StoreResult<Option<AuthContext>>;
+    /// Moves `last_used_at` forward for each use (never backwards).
+    async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()>;
+
+    // ---- upstream accounts ----
+
+    /// Creates an account, encrypting its credential.
+    async fn create_account(&self, account: NewAccount) -> StoreResult<Account>;
+    /// An account by id.
+    async fn account(&self, id: AccountId) -> StoreResult<Account>;
+    /// An account by name.
+    async fn account_by_name(&self, name: &str) -> StoreResult<Option<Account>>;
+    /// All accounts, by id.
+    async fn list_accounts(&self) -> StoreResult<Vec<Account>>;
+    /// Changes an account's settings.
+    async fn update_account(&self, id: AccountId, update: AccountUpdate) -> StoreResult<Account>;
+    /// Sets the pool status and its reason (e.g. after a revoked credential).
+    async fn set_account_status(
+        &self,
+        id: AccountId,
+        status: AccountStatus,
+        reason: Option<&str>,
+    ) -> StoreResult<()>;
+    /// Deletes an account (its usage records keep the id).
+    async fn delete_account(&self, id: AccountId) -> StoreResult<()>;
+    /// The decrypted credential, `None` if the account has none.
+    /// [`Crypto`](crate::StoreError::Crypto) error if the master key is not the one it was
+    /// stored with.
+    async fn account_credential(&self, id: AccountId) -> StoreResult<Option<Secret>>;
+    /// Replaces (or with `None` removes) the credential, e.g. after an OAuth refresh.
+    async fn update_account_credential(&self, id: AccountId, credential: Option<&Secret>) -> StoreResult<()>;
+
+    // ---- usage ----
+
+    /// Inserts records in one transaction; records whose `request_id` is already stored are
+    /// skipped. Returns how many rows were inserted.
+    async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64>;
+    /// Records matching `filter`, newest first.
+    async fn list_usage(&self, filter: &UsageFilter) -> StoreResult<Vec<UsageEntry>>;
+    /// Totals per UTC day of the records matching `filter` (`offset` ignored, `limit` counts
+    /// days), newest day first.
+    async fn daily_usage(&self, filter: &UsageFilter) -> StoreResult<Vec<DailyUsage>>;
+}

@@ -1,0 +1,226 @@
+//! Unit tests of the usage writer against an in-memory backend that can fail on demand.
+
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use super::*;
+use crate::error::StoreError;
+use crate::model::{KeyId, Timestamp};
+
+#[derive(Default)]
+struct FakeBackend {
+    batches: Mutex<Vec<Vec<String>>>,
+    touches: Mutex<Vec<KeyUse>>,
+    fail_next: AtomicUsize,
+    fail_always: AtomicBool,
+}
+
+impl FakeBackend {
+    fn written_ids(&self) -> Vec<String> {
+        self.batches.lock().unwrap().iter().flatten().cloned().collect()
+    }
+}
+
+#[async_trait]
+impl UsageBackend for FakeBackend {
+    async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64> {
+        let failing = self.fail_always.load(Ordering::SeqCst)
+            || self
+                .fail_next
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+        if failing {
+            return Err(StoreError::Invalid("database unavailable (fake)".to_owned()));
+        }
+        let ids = records.iter().map(|r| r.request_id.clone()).collect();
+        self.batches.lock().unwrap().push(ids);
+        Ok(records.len() as u64)
+    }
+
+    async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()> {
+        self.touches.lock().unwrap().extend_from_slice(uses);
+        Ok(())
+    }
+}
+
+fn record(i: usize) -> UsageRecord {
+    let mut r = UsageRecord::new(format!("req-{i}"), "/v1/images/generations", "gpt-image-2");
+    r.created_at = Timestamp::from_unix_ms(1_000 + i as i64);
+    r.key_id = Some(KeyId((i % 2) as i64 + 1));
+    r
+}
+
+fn config() -> UsageWriterConfig {
+    UsageWriterConfig {
+        batch_size: 3,
+        flush_interval: Duration::from_secs(3600),
+        queue_capacity: 100,
+        retry_initial: Duration::from_millis(100),
+        retry_max: Duration::from_secs(1),
+        shutdown_timeout: Duration::from_secs(5),
+        touch_keys: true,
+    }
+}
+
+/// Lets the writer task run until `done` holds (time is paused, so sleeps advance instantly).
+async fn wait_until(done: impl Fn() -> bool) {
+    for _ in 0..10_000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached");
+}
+
+#[tokio::test(start_paused = true)]
+async fn writes_full_batches_without_waiting_for_the_interval() {
+    let backend = Arc::new(FakeBackend::default());
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    for i in 0..6 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| backend.batches.lock().unwrap().len() == 2).await;
+    assert_eq!(backend.batches.lock().unwrap()[0], ["req-0", "req-1", "req-2"]);
+    assert_eq!(sink.queue_depth(), 0);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(stats.written, 6);
+    assert_eq!(stats.pending, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn writes_a_partial_batch_when_the_interval_elapses() {
+    let backend = Arc::new(FakeBackend::default());
+    let cfg = UsageWriterConfig {
+        flush_interval: Duration::from_millis(200),
+        ..config()
+    };
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    sink.record(record(7)).unwrap();
+    assert_eq!(sink.queue_depth(), 1);
+    wait_until(|| !backend.written_ids().is_empty()).await;
+    assert_eq!(backend.written_ids(), ["req-7"]);
+    writer.shutdown().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_writes_are_retried_and_nothing_is_lost() {
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_next.store(4, Ordering::SeqCst);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    for i in 0..5 {
+        sink.record(record(i)).unwrap();
+    }
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(stats.failed_writes, 4);
+    assert_eq!(stats.written, 5);
+    assert_eq!(
+        backend.written_ids(),
+        ["req-0", "req-1", "req-2", "req-3", "req-4"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_flushes_everything_queued() {
+    let backend = Arc::new(FakeBackend::default());
+    let cfg = UsageWriterConfig {
+        batch_size: 1000,
+        ..config()
+    };
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    for i in 0..10 {
+        sink.record(record(i)).unwrap();
+    }
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(stats.written, 10);
+    assert_eq!(backend.written_ids().len(), 10);
+    let refused = sink.record(record(99)).unwrap_err();
+    assert_eq!(refused.reason, RejectReason::ShutDown);
+    assert_eq!(refused.record.request_id, "req-99");
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_returns_records_it_could_not_write() {
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    for i in 0..5 {
+        sink.record(record(i)).unwrap();
+    }
+    match writer.shutdown().await {
+        Err(WriterError::Unflushed { records, last_error }) => {
+            let ids: Vec<_> = records.iter().map(|r| r.request_id.as_str()).collect();
+            assert_eq!(ids, ["req-0", "req-1", "req-2", "req-3", "req-4"]);
+            assert!(last_error.contains("unavailable"), "{last_error}");
+        }
+        other => panic!("expected unflushed records, got {other:?}"),
+    }
+    assert!(backend.written_ids().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_queue_hands_the_record_back() {
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let cfg = UsageWriterConfig {
+        batch_size: 1,
+        queue_capacity: 2,
+        ..config()
+    };
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    // The first record is taken by the task (stuck retrying); two more fill the queue.
+    sink.record(record(0)).unwrap();
+    wait_until(|| backend.fail_always.load(Ordering::SeqCst) && sink.stats().failed_writes > 0).await;
+    sink.record(record(1)).unwrap();
+    sink.record(record(2)).unwrap();
+    let refused = sink.record(record(3)).unwrap_err();
+    assert_eq!(refused.reason, RejectReason::QueueFull);
+    assert_eq!(refused.record.request_id, "req-3");
+    assert_eq!(sink.stats().rejected, 1);
+    assert_eq!(sink.queue_depth(), 3);
+    backend.fail_always.store(false, Ordering::SeqCst);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(backend.written_ids(), ["req-0", "req-1", "req-2"]);
+    assert_eq!(stats.pending, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_are_touched_with_their_latest_use() {
+    let backend = Arc::new(FakeBackend::default());
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    writer.shutdown().await.unwrap();
+    let mut touches = backend.touches.lock().unwrap().clone();
+    touches.sort_by_key(|t| t.key_id);
+    // Records 0 and 2 use key 1 (latest at 1002); record 1 uses key 2 (1001).
+    assert_eq!(
+        touches,
+        [
+            KeyUse {
+                key_id: KeyId(1),
+                at: Timestamp::from_unix_ms(1002)
+            },
+            KeyUse {
+                key_id: KeyId(2),
+                at: Timestamp::from_unix_ms(1001)
+            },
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_every_sink_ends_the_task_after_writing() {
+    let backend = Arc::new(FakeBackend::default());
+    let cfg = UsageWriterConfig {
+        batch_size: 1000,
+        ..config()
+    };
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    sink.record(record(1)).unwrap();
+    drop(sink);
+    wait_until(|| writer.task.is_finished()).await;
+    assert_eq!(backend.written_ids(), ["req-1"]);
+    assert_eq!(writer.shutdown().await.unwrap().written, 1);
+}

@@ -1,0 +1,209 @@
+//! Upstream accounts and encrypted credentials.
+
+use std::sync::Arc;
+
+use imagegate_store::{
+    AccountKind, AccountStatus, AccountTier, AccountUpdate, CryptoError, MasterKey, NewAccount, Secret,
+    StoreError,
+};
+
+use crate::common::TestDb;
+
+crate::on_every_backend!(account_crud, credential_is_encrypted_at_rest);
+
+async fn account_crud(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let default = store.default_group().await.unwrap();
+    let team = store.create_group("team").await.unwrap();
+
+    let sim = store
+        .create_account(NewAccount::new("sim-1", AccountKind::Sim))
+        .await
+        .unwrap();
+    assert_eq!((sim.concurrency_standard, sim.concurrency_large), (4, 1));
+    assert_eq!(sim.status, AccountStatus::Active);
+    assert!(!sim.has_credential);
+    assert!(sim.groups.is_empty());
+    assert_eq!(store.account_credential(sim.id).await.unwrap(), None);
+
+    let codex = store
+        .create_account(NewAccount {
+            base_url: Some("https://chatgpt.example/backend-api".into()),
+            tier: AccountTier::Pro,
+            priority: -3,
+            concurrency_standard: 6,
+            concurrency_large: 2,
+            groups: vec![team.id, default.id, team.id],
+            main_model: Some("gpt-5".into()),
+            fallback_models: vec!["gpt-5-mini".into(), "gpt-4.1".into()],
+            credential: Some(Secret::new("oauth-token-abc")),
+            ..NewAccount::new("codex-1", AccountKind::Codex)
+        })
+        .await
+        .unwrap();
+    assert_eq!(codex.tier, AccountTier::Pro);
+    assert_eq!(codex.priority, -3);
+    assert_eq!(codex.groups, [default.id, team.id]);
+    assert_eq!(codex.fallback_models, ["gpt-5-mini", "gpt-4.1"]);
+    assert!(codex.has_credential);
+    let shown = format!("{codex:?} {}", serde_json::to_string(&codex).unwrap());
+    assert!(!shown.contains("oauth-token-abc"), "{shown}");
+
+    let dup = store
+        .create_account(NewAccount::new("codex-1", AccountKind::Openai))
+        .await;
+    assert!(matches!(dup, Err(StoreError::Conflict(_))), "{dup:?}");
+
+    let updated = store
+        .update_account(
+            codex.id,
+            AccountUpdate {
+                name: Some("codex-main".into()),
+                base_url: Some(None),
+                priority: Some(7),
+                status: Some((AccountStatus::Error, Some("401 from upstream".into()))),
+                groups: Some(vec![team.id]),
+                main_model: Some(None),
+                ..AccountUpdate::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.name, "codex-main");
+    assert_eq!(updated.base_url, None);
+    assert_eq!(updated.priority, 7);
+    assert_eq!(updated.status, AccountStatus::Error);
+    assert_eq!(updated.status_reason.as_deref(), Some("401 from upstream"));
+    assert_eq!(updated.groups, [team.id]);
+    assert_eq!(updated.main_model, None);
+    // Untouched fields stay.
+    assert_eq!(updated.tier, AccountTier::Pro);
+    assert_eq!(updated.concurrency_standard, 6);
+    assert_eq!(updated.fallback_models, ["gpt-5-mini", "gpt-4.1"]);
+    assert!(updated.has_credential);
+    assert!(updated.updated_at >= codex.updated_at);
+
+    store
+        .set_account_status(codex.id, AccountStatus::Active, None)
+        .await
+        .unwrap();
+    let by_name = store.account_by_name("codex-main").await.unwrap().unwrap();
+    assert_eq!(
+        (by_name.status, by_name.status_reason),
+        (AccountStatus::Active, None)
+    );
+
+    let all = store.list_accounts().await.unwrap();
+    assert_eq!(
+        all.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+        ["sim-1", "codex-main"]
+    );
+    assert_eq!(all[1].groups, [team.id]);
+
+    store.delete_account(codex.id).await.unwrap();
+    assert!(matches!(
+        store.account(codex.id).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.delete_account(codex.id).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(db.raw_ints("SELECT COUNT(*) FROM account_groups").await, [0]);
+    let bad_group = store
+        .update_account(
+            sim.id,
+            AccountUpdate {
+                groups: Some(vec![imagegate_store::GroupId(999)]),
+                ..AccountUpdate::default()
+            },
+        )
+        .await;
+    assert!(
+        matches!(bad_group, Err(StoreError::NotFound { .. })),
+        "{bad_group:?}"
+    );
+    assert!(
+        store.account(sim.id).await.unwrap().groups.is_empty(),
+        "failed update must roll back"
+    );
+}
+
+async fn credential_is_encrypted_at_rest(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let plaintext = "sk-upstream-0123456789abcdef";
+    let account = store
+        .create_account(NewAccount {
+            credential: Some(Secret::new(plaintext)),
+            ..NewAccount::new("openai-1", AccountKind::Openai)
+        })
+        .await
+        .unwrap();
+
+    let stored = db.raw_bytes("SELECT credential FROM accounts").await;
+    assert_eq!(stored.len(), 1);
+    let sealed = &stored[0];
+    assert_eq!(
+        sealed.len(),
+        12 + plaintext.len() + 16,
+        "nonce || ciphertext || tag"
+    );
+    assert!(!sealed.windows(plaintext.len()).any(|w| w == plaintext.as_bytes()));
+    assert_eq!(
+        store
+            .account_credential(account.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        plaintext
+    );
+
+    // The same value stored again gets a new nonce.
+    store
+        .update_account_credential(account.id, Some(&Secret::new(plaintext)))
+        .await
+        .unwrap();
+    let resealed = db.raw_bytes("SELECT credential FROM accounts").await;
+    assert_ne!(&resealed[0], sealed);
+
+    // An OAuth refresh stores an opaque JSON document.
+    let refreshed =
+        r#"{"access_token":"at-2","refresh_token":"rt-2","expires_at":1767225600,"account_id":"acc"}"#;
+    store
+        .update_account_credential(account.id, Some(&Secret::new(refreshed)))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .account_credential(account.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        refreshed
+    );
+
+    // Another master key cannot read it; the right one can, after a reconnect.
+    let wrong = db.reconnect(&MasterKey::generate().unwrap()).await;
+    let err = wrong.account_credential(account.id).await.unwrap_err();
+    assert!(matches!(err, StoreError::Crypto(CryptoError::Decrypt)), "{err:?}");
+    wrong.close().await;
+    let right = db.reconnect(&db.master_key).await;
+    assert_eq!(
+        right
+            .account_credential(account.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        refreshed
+    );
+    right.close().await;
+
+    store.update_account_credential(account.id, None).await.unwrap();
+    assert_eq!(store.account_credential(account.id).await.unwrap(), None);
+    assert!(!store.account(account.id).await.unwrap().has_credential);
+    let missing = store.account_credential(imagegate_store::AccountId(999)).await;
+    assert!(matches!(missing, Err(StoreError::NotFound { .. })), "{missing:?}");
+}

@@ -1,0 +1,184 @@
+//! Test databases: a temporary SQLite file, or a fresh PostgreSQL database per test.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use imagegate_store::{MasterKey, Store, connect};
+use sqlx::Connection;
+
+/// Where the PostgreSQL tests connect to create their databases.
+pub const POSTGRES_URL_ENV: &str = "IMAGEGATE_TEST_POSTGRES_URL";
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+/// A database made for one test, with the store connected to it.
+pub struct TestDb {
+    pub kind: Kind,
+    pub url: String,
+    pub master_key: MasterKey,
+    pub store: Arc<dyn Store>,
+    _dir: Option<tempfile::TempDir>,
+    postgres: Option<(String, String)>,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+fn unique_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{}_{}_{}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl TestDb {
+    pub async fn new(kind: Kind) -> Self {
+        let master_key = MasterKey::generate().unwrap();
+        match kind {
+            Kind::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}?mode=rwc", dir.path().join("test.db").display());
+                let store = connect(&url, &master_key).await.unwrap();
+                Self {
+                    kind,
+                    url,
+                    master_key,
+                    store,
+                    _dir: Some(dir),
+                    postgres: None,
+                }
+            }
+            Kind::Postgres => {
+                let admin_url =
+                    std::env::var(POSTGRES_URL_ENV).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
+                let name = format!("imagegate_test_{}", unique_suffix());
+                let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap_or_else(|e| {
+                    panic!("PostgreSQL tests need a server at {admin_url} (set {POSTGRES_URL_ENV}): {e}")
+                });
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+                admin.close().await.unwrap();
+                let (base, _) = admin_url.rsplit_once('/').unwrap();
+                let url = format!("{base}/{name}");
+                let store = connect(&url, &master_key).await.unwrap();
+                Self {
+                    kind,
+                    url,
+                    master_key,
+                    store,
+                    _dir: None,
+                    postgres: Some((admin_url, name)),
+                }
+            }
+        }
+    }
+
+    /// A second store on the same database (migrations run again).
+    pub async fn reconnect(&self, master_key: &MasterKey) -> Arc<dyn Store> {
+        connect(&self.url, master_key).await.unwrap()
+    }
+
+    /// The first column of every row of `sql`, read as text.
+    pub async fn raw_strings(&self, sql: &str) -> Vec<String> {
+        match self.kind {
+            Kind::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap()
+            }
+            Kind::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap()
+            }
+        }
+    }
+
+    /// The first column of every row of `sql`, read as bytes.
+    pub async fn raw_bytes(&self, sql: &str) -> Vec<Vec<u8>> {
+        match self.kind {
+            Kind::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap()
+            }
+            Kind::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap()
+            }
+        }
+    }
+
+    /// The first column of every row of `sql`, read as integers.
+    pub async fn raw_ints(&self, sql: &str) -> Vec<i64> {
+        match self.kind {
+            Kind::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap()
+            }
+            Kind::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap()
+            }
+        }
+    }
+
+    async fn cleanup(&self) {
+        self.store.close().await;
+        if let Some((admin_url, name)) = &self.postgres {
+            let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// Runs `test` against a fresh database of `kind`, then removes the database, even when the
+/// test panics (the panic is passed on afterwards).
+pub async fn run<F, Fut>(kind: Kind, test: F)
+where
+    F: FnOnce(Arc<TestDb>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let db = Arc::new(TestDb::new(kind).await);
+    let outcome = tokio::spawn(test(Arc::clone(&db))).await;
+    db.cleanup().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// Declares one `#[tokio::test]` per backend for each listed suite function.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    $crate::common::run($crate::common::Kind::Sqlite, super::$name).await;
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    $crate::common::run($crate::common::Kind::Postgres, super::$name).await;
+                }
+            )+
+        }
+    };
+}

@@ -1,0 +1,382 @@
+//! Usage records: batches, filters, daily totals, the background writer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use imagegate_store::{
+    AccountId, GroupId, KeyId, KeyLimits, NewApiKey, NewUser, StatusFilter, Timestamp, TokenCounts,
+    UsageFilter, UsageRecord, UsageWriter, UsageWriterConfig, UserId,
+};
+
+use crate::common::TestDb;
+
+crate::on_every_backend!(
+    usage_batches_and_filters,
+    usage_daily_totals,
+    usage_large_batches,
+    usage_writer_flushes_on_shutdown
+);
+
+/// 2024-12-31T00:00:00Z
+const DAY_ONE: i64 = 1_735_603_200_000;
+const HOUR: i64 = 3_600_000;
+
+fn records() -> [UsageRecord; 3] {
+    let mut first = UsageRecord::new("req-1", "/v1/images/generations", "gpt-image-2");
+    first.created_at = Timestamp::from_unix_ms(DAY_ONE + HOUR);
+    first.user_id = Some(UserId(1));
+    first.key_id = Some(KeyId(11));
+    first.account_id = Some(AccountId(21));
+    first.group_id = Some(GroupId(1));
+    first.images = 2;
+    first.n = 2;
+    first.tokens = TokenCounts {
+        input: 10,
+        output: 100,
+        total: 110,
+        ..TokenCounts::default()
+    };
+    first.latency_ms = 900;
+
+    let mut second = UsageRecord::new("req-2", "/v1/images/edits", "gpt-image-2");
+    second.created_at = Timestamp::from_unix_ms(DAY_ONE + 2 * HOUR);
+    second.user_id = Some(UserId(2));
+    second.key_id = Some(KeyId(12));
+    second.account_id = Some(AccountId(22));
+    second.group_id = Some(GroupId(2));
+    second.status = 429;
+    second.error_code = Some("usage_limit_reached".into());
+
+    let third = UsageRecord {
+        request_id: "req-3".into(),
+        created_at: Timestamp::from_unix_ms(DAY_ONE + 24 * HOUR + HOUR),
+        endpoint: "/v1/responses".into(),
+        model: "gpt-image-1".into(),
+        size_requested: Some("auto".into()),
+        size_produced: Some("1536x1024".into()),
+        quality_requested: Some("high".into()),
+        quality_produced: Some("medium".into()),
+        output_format: Some("webp".into()),
+        n: 1,
+        images: 1,
+        stream: true,
+        status: 200,
+        error_code: None,
+        tokens: TokenCounts {
+            input: 5,
+            output: 50,
+            total: 55,
+            input_text: Some(4),
+            input_image: Some(1),
+            output_text: Some(0),
+            output_image: Some(50),
+        },
+        latency_ms: 12_345,
+        ttfb_ms: Some(321),
+        account_id: Some(AccountId(22)),
+        group_id: Some(GroupId(1)),
+        user_id: Some(UserId(1)),
+        key_id: Some(KeyId(11)),
+        fallback_note: Some("quality high -> medium after 429 on account 21".into()),
+    };
+    [first, second, third]
+}
+
+async fn ids(db: &TestDb, filter: UsageFilter) -> Vec<String> {
+    let entries = db.store.list_usage(&filter).await.unwrap();
+    entries.into_iter().map(|e| e.record.request_id).collect()
+}
+
+async fn usage_batches_and_filters(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let all = records();
+    assert_eq!(store.insert_usage_batch(&all).await.unwrap(), 3);
+    // Retried batches do not double-count.
+    assert_eq!(store.insert_usage_batch(&all[..1]).await.unwrap(), 0);
+    assert_eq!(store.insert_usage_batch(&[]).await.unwrap(), 0);
+
+    let listed = store.list_usage(&UsageFilter::default()).await.unwrap();
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[0].record, all[2], "every field round-trips");
+    assert_eq!(listed[2].record, all[0]);
+    assert!(listed[0].id > listed[2].id);
+
+    let f = UsageFilter::default;
+    assert_eq!(ids(&db, f()).await, ["req-3", "req-2", "req-1"]);
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                user: Some(UserId(1)),
+                ..f()
+            }
+        )
+        .await,
+        ["req-3", "req-1"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                key: Some(KeyId(12)),
+                ..f()
+            }
+        )
+        .await,
+        ["req-2"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                account: Some(AccountId(22)),
+                ..f()
+            }
+        )
+        .await,
+        ["req-3", "req-2"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                group: Some(GroupId(1)),
+                ..f()
+            }
+        )
+        .await,
+        ["req-3", "req-1"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                model: Some("gpt-image-1".into()),
+                ..f()
+            }
+        )
+        .await,
+        ["req-3"]
+    );
+    let day_two = Timestamp::from_unix_ms(DAY_ONE + 24 * HOUR);
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                since: Some(day_two),
+                ..f()
+            }
+        )
+        .await,
+        ["req-3"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                until: Some(day_two),
+                ..f()
+            }
+        )
+        .await,
+        ["req-2", "req-1"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                status: Some(StatusFilter::Success),
+                ..f()
+            }
+        )
+        .await,
+        ["req-3", "req-1"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                status: Some(StatusFilter::Failure),
+                ..f()
+            }
+        )
+        .await,
+        ["req-2"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                status: Some(StatusFilter::Exact(429)),
+                ..f()
+            }
+        )
+        .await,
+        ["req-2"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                limit: Some(2),
+                ..f()
+            }
+        )
+        .await,
+        ["req-3", "req-2"]
+    );
+    assert_eq!(
+        ids(
+            &db,
+            UsageFilter {
+                limit: Some(1),
+                offset: Some(1),
+                ..f()
+            }
+        )
+        .await,
+        ["req-2"]
+    );
+    let combined = UsageFilter {
+        user: Some(UserId(1)),
+        account: Some(AccountId(21)),
+        status: Some(StatusFilter::Exact(200)),
+        ..f()
+    };
+    assert_eq!(ids(&db, combined).await, ["req-1"]);
+    assert!(
+        ids(
+            &db,
+            UsageFilter {
+                user: Some(UserId(2)),
+                model: Some("gpt-image-1".into()),
+                ..f()
+            }
+        )
+        .await
+        .is_empty()
+    );
+}
+
+async fn usage_daily_totals(db: Arc<TestDb>) {
+    db.store.insert_usage_batch(&records()).await.unwrap();
+    let days = db.store.daily_usage(&UsageFilter::default()).await.unwrap();
+    assert_eq!(days.len(), 2);
+    assert_eq!(days[0].date, "2025-01-01");
+    assert_eq!(days[0].day_start, Timestamp::from_unix_ms(DAY_ONE + 24 * HOUR));
+    assert_eq!(
+        (days[0].requests, days[0].failed_requests, days[0].images),
+        (1, 0, 1)
+    );
+    assert_eq!(
+        (days[0].input_tokens, days[0].output_tokens, days[0].total_tokens),
+        (5, 50, 55)
+    );
+    assert_eq!(days[1].date, "2024-12-31");
+    assert_eq!(
+        (days[1].requests, days[1].failed_requests, days[1].images),
+        (2, 1, 2)
+    );
+    assert_eq!(
+        (days[1].input_tokens, days[1].output_tokens, days[1].total_tokens),
+        (10, 100, 110)
+    );
+
+    let only_user_two = db
+        .store
+        .daily_usage(&UsageFilter {
+            user: Some(UserId(2)),
+            ..UsageFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(only_user_two.len(), 1);
+    assert_eq!(
+        (only_user_two[0].date.as_str(), only_user_two[0].requests),
+        ("2024-12-31", 1)
+    );
+    let newest_day = db
+        .store
+        .daily_usage(&UsageFilter {
+            limit: Some(1),
+            ..UsageFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(newest_day.len(), 1);
+    assert_eq!(newest_day[0].date, "2025-01-01");
+}
+
+async fn usage_large_batches(db: Arc<TestDb>) {
+    let batch: Vec<UsageRecord> = (0..1_203)
+        .map(|i| {
+            let mut r = UsageRecord::new(format!("bulk-{i}"), "/v1/images/generations", "gpt-image-2");
+            r.created_at = Timestamp::from_unix_ms(DAY_ONE + i);
+            r.images = 1;
+            r
+        })
+        .collect();
+    assert_eq!(db.store.insert_usage_batch(&batch).await.unwrap(), 1_203);
+    assert_eq!(db.raw_ints("SELECT COUNT(*) FROM usage_records").await, [1_203]);
+    let newest = db
+        .store
+        .list_usage(&UsageFilter {
+            limit: Some(1),
+            ..UsageFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(newest[0].record.request_id, "bulk-1202");
+    let days = db.store.daily_usage(&UsageFilter::default()).await.unwrap();
+    assert_eq!((days.len(), days[0].images), (1, 1_203));
+}
+
+async fn usage_writer_flushes_on_shutdown(db: Arc<TestDb>) {
+    let store = Arc::clone(&db.store);
+    let user = store
+        .create_user(NewUser {
+            name: "alice".into(),
+            ..NewUser::default()
+        })
+        .await
+        .unwrap();
+    let key = store
+        .create_key(NewApiKey {
+            user_id: user.id,
+            group_id: store.default_group().await.unwrap().id,
+            name: "k".into(),
+            limits: KeyLimits::default(),
+            fallback_ladder: false,
+        })
+        .await
+        .unwrap();
+    let config = UsageWriterConfig {
+        batch_size: 10,
+        flush_interval: Duration::from_secs(3600),
+        ..UsageWriterConfig::default()
+    };
+    let (sink, writer) = UsageWriter::spawn(Arc::clone(&store), config);
+    for i in 0..25 {
+        let mut r = UsageRecord::new(format!("w-{i}"), "/v1/images/generations", "gpt-image-2");
+        r.created_at = Timestamp::from_unix_ms(DAY_ONE + i * 1000);
+        r.key_id = Some(key.record.id);
+        r.user_id = Some(user.id);
+        let clone = sink.clone();
+        clone.record(r).unwrap();
+    }
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!((stats.written, stats.pending, stats.rejected), (25, 0, 0));
+    let stored = store
+        .list_usage(&UsageFilter {
+            key: Some(key.record.id),
+            ..UsageFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 25);
+    assert_eq!(stored[0].record.request_id, "w-24");
+    assert_eq!(
+        store.key(key.record.id).await.unwrap().last_used_at,
+        Some(Timestamp::from_unix_ms(DAY_ONE + 24_000))
+    );
+}
