@@ -64,6 +64,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<NewKey>;
     /// A key by id (deleted keys included).
     async fn key(&self, id: KeyId) -> StoreResult<ApiKeyRecord>;
+    /// A key by its public id (the part after `sk-ig-`; deleted keys included).
+    async fn key_by_public_id(&self, public_id: &str) -> StoreResult<Option<ApiKeyRecord>>;
     /// Keys that are not deleted, of one user or of everyone, by id.
     async fn list_keys(&self, user: Option<UserId>) -> StoreResult<Vec<ApiKeyRecord>>;
     /// Changes a key's name, group, limits or fallback setting.

@@ -205,6 +205,10 @@ pub struct UsageWriter {
 
 impl UsageWriter {
     /// Starts the writer on the current tokio runtime.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (like `tokio::spawn`).
     pub fn spawn(store: Arc<dyn Store>, config: UsageWriterConfig) -> (UsageSink, UsageWriter) {
         Self::spawn_with(Arc::new(store), config)
     }

@@ -56,6 +56,12 @@ pub(super) async fn key(pool: &Pool<Db>, id: KeyId) -> StoreResult<ApiKeyRecord>
         .into_record()
 }
 
+pub(super) async fn key_by_public_id(pool: &Pool<Db>, public_id: &str) -> StoreResult<Option<ApiKeyRecord>> {
+    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE public_id = $1");
+    let row: Option<KeyRow> = sqlx::query_as(&sql).bind(public_id).fetch_optional(pool).await?;
+    row.map(KeyRow::into_record).transpose()
+}
+
 pub(super) async fn list_keys(pool: &Pool<Db>, user: Option<UserId>) -> StoreResult<Vec<ApiKeyRecord>> {
     let sql = format!(
         "SELECT {KEY_COLUMNS} FROM api_keys WHERE status <> 'deleted' AND ($1 IS NULL OR user_id = $1) \

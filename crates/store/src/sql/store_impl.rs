@@ -76,6 +76,10 @@ impl Store for BackendStore {
         keys::key(&self.pool, id).await
     }
 
+    async fn key_by_public_id(&self, public_id: &str) -> StoreResult<Option<ApiKeyRecord>> {
+        keys::key_by_public_id(&self.pool, public_id).await
+    }
+
     async fn list_keys(&self, user: Option<UserId>) -> StoreResult<Vec<ApiKeyRecord>> {
         keys::list_keys(&self.pool, user).await
     }

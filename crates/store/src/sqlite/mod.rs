@@ -15,6 +15,9 @@ type Db = sqlx::Sqlite;
 type BackendStore = SqliteStore;
 const BACKEND: Backend = Backend::Sqlite;
 
+// The query modules in `src/sql/` are written once against the alias `Db` and compiled into
+// each backend module, so both backends run the same SQL (PostgreSQL-style `$N` placeholders,
+// which SQLite accepts too) without generic trait bounds.
 #[allow(clippy::duplicate_mod, reason = "compiled once per backend on purpose")]
 #[path = "../sql/accounts.rs"]
 mod accounts;

@@ -123,6 +123,13 @@ async fn key_life_cycle(db: Arc<TestDb>) {
     assert_eq!(store.authenticate(text).await.unwrap(), None);
     assert!(store.list_keys(Some(alice)).await.unwrap().is_empty());
     assert_eq!(store.key(id).await.unwrap().status, KeyStatus::Deleted);
+    let by_public = store
+        .key_by_public_id(&key.record.public_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((by_public.id, by_public.status), (id, KeyStatus::Deleted));
+    assert_eq!(store.key_by_public_id("zzzzzzzzzzzz").await.unwrap(), None);
     assert!(matches!(
         store.disable_key(KeyId(424242)).await,
         Err(StoreError::NotFound { .. })
