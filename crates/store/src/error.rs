@@ -51,7 +51,12 @@ impl StoreError {
                 return Self::Conflict(format!("{what} already exists"));
             }
             if db.is_foreign_key_violation() {
-                return Self::not_found("referenced entity", format!("for {what}"));
+                let target = match what {
+                    "api key" => "user or group",
+                    "account group" => "group",
+                    _ => "referenced row",
+                };
+                return Self::not_found(target, format!("referenced by the new {what}"));
             }
         }
         Self::Database(err)
