@@ -104,6 +104,12 @@ impl Dispatcher {
         self.context.released.notify_waiters();
     }
 
+    /// The tunables this dispatcher was built with (e.g. `lease_ttl`, to schedule renewals).
+    #[must_use]
+    pub fn config(&self) -> &DispatchConfig {
+        &self.config
+    }
+
     /// The current account configuration.
     #[must_use]
     pub fn accounts(&self) -> Arc<AccountSet> {

@@ -103,7 +103,11 @@ pub struct MemoryKeyLimiter {
 struct Counters {
     keys: HashMap<String, KeyUsage>,
     next_token: u64,
+    admissions: u64,
 }
+
+/// Every this many admissions, keys whose window emptied and that hold nothing are forgotten.
+const SWEEP_EVERY: u64 = 1024;
 
 #[derive(Debug, Default)]
 struct KeyUsage {
@@ -141,6 +145,16 @@ impl KeyLimiter for MemoryKeyLimiter {
         now: UnixMillis,
     ) -> Result<KeyAdmission, KeyLimitError> {
         let mut counters = self.lock();
+        counters.admissions = counters.admissions.wrapping_add(1);
+        if counters.admissions % SWEEP_EVERY == 0 {
+            counters.keys.retain(|_, usage| {
+                !usage.in_flight.is_empty()
+                    || usage
+                        .recent_starts
+                        .back()
+                        .is_some_and(|&last| last.plus(RATE_WINDOW) > now)
+            });
+        }
         let token = counters.next_token;
         let usage = counters.keys.entry(key.to_owned()).or_default();
         while usage

@@ -103,3 +103,32 @@ fn releasing_an_unknown_token_is_harmless() {
     limiter.release_detached("nobody", 42);
     assert!(limiter.lock().keys.is_empty());
 }
+
+#[tokio::test]
+async fn idle_keys_are_swept() {
+    let limiter = Arc::new(MemoryKeyLimiter::default());
+    let clock = Arc::new(ManualClock::new(UnixMillis(1_000_000)));
+    let gate = KeyGate::new(limiter.clone(), clock.clone());
+    let limits = KeyLimits {
+        max_concurrency: None,
+        requests_per_minute: Some(10),
+    };
+    gate.admit("gone", limits).await.unwrap();
+    clock.advance(RATE_WINDOW);
+    let held = gate
+        .admit(
+            "busy",
+            KeyLimits {
+                max_concurrency: Some(1),
+                requests_per_minute: None,
+            },
+        )
+        .await
+        .unwrap();
+    for _ in 0..SWEEP_EVERY {
+        gate.admit("other", KeyLimits::default()).await.unwrap();
+    }
+    let keys = limiter.lock().keys.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys, vec!["busy".to_owned()]);
+    drop(held);
+}
