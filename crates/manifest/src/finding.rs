@@ -54,7 +54,13 @@ pub struct Finding {
 impl Finding {
     /// Key that orders findings by location, then rule, then message.
     pub fn sort_key(&self) -> (usize, usize, &'static str, &str, &str) {
-        (self.span.start, self.span.end, self.rule.id(), self.pointer.as_str(), self.message.as_str())
+        (
+            self.span.start,
+            self.span.end,
+            self.rule.id(),
+            self.pointer.as_str(),
+            self.message.as_str(),
+        )
     }
 }
 
@@ -101,7 +107,11 @@ pub(crate) struct Sink<'t> {
 impl<'t> Sink<'t> {
     /// A sink for findings in `text`.
     pub fn new(text: &'t str, lines: &'t LineIndex) -> Self {
-        Self { text, lines, drafts: Vec::new() }
+        Self {
+            text,
+            lines,
+            drafts: Vec::new(),
+        }
     }
 
     /// `line:column` of a byte offset, for messages that refer to another place.

@@ -3,7 +3,14 @@
 use serde_yaml_ng::{Mapping, Value};
 
 /// Front-matter keys of SKILL.md that agentskills defines.
-pub const SKILL_KEYS: &[&str] = &["name", "description", "license", "allowed-tools", "metadata", "compatibility"];
+pub const SKILL_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "license",
+    "allowed-tools",
+    "metadata",
+    "compatibility",
+];
 
 /// A parsed front matter.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,8 +55,13 @@ pub(crate) fn read(text: &str) -> Result<FrontMatter, FrontMatterError> {
     }
     let body_start = body_start.ok_or(FrontMatterError::NoClosing)?;
     let value: Value = serde_yaml_ng::from_str(&yaml).map_err(|e| FrontMatterError::Yaml(e.to_string()))?;
-    let Value::Mapping(map) = value else { return Err(FrontMatterError::NotMapping) };
-    Ok(FrontMatter { map, body: text.get(body_start..).unwrap_or_default().to_owned() })
+    let Value::Mapping(map) = value else {
+        return Err(FrontMatterError::NotMapping);
+    };
+    Ok(FrontMatter {
+        map,
+        body: text.get(body_start..).unwrap_or_default().to_owned(),
+    })
 }
 
 impl FrontMatter {
@@ -65,7 +77,11 @@ impl FrontMatter {
 
     /// A list under `metadata:`, written as a YAML list or a comma-separated string.
     pub fn metadata_list(&self, key: &str) -> Vec<String> {
-        self.map.get("metadata").and_then(|m| m.get(key)).map(list).unwrap_or_default()
+        self.map
+            .get("metadata")
+            .and_then(|m| m.get(key))
+            .map(list)
+            .unwrap_or_default()
     }
 
     /// Top-level keys that are not in `known`.
@@ -100,8 +116,17 @@ pub(crate) fn scalar(value: &Value) -> Option<String> {
 /// A YAML list of scalars, or a comma-separated string, as trimmed non-empty strings.
 pub(crate) fn list(value: &Value) -> Vec<String> {
     match value {
-        Value::Sequence(items) => items.iter().filter_map(scalar).map(|s| s.trim().to_owned()).collect(),
-        Value::String(s) => s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+        Value::Sequence(items) => items
+            .iter()
+            .filter_map(scalar)
+            .map(|s| s.trim().to_owned())
+            .collect(),
+        Value::String(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -132,7 +157,10 @@ mod tests {
         assert_eq!(read("# no front matter"), Err(FrontMatterError::NoOpening));
         assert_eq!(read("---\nname: x\n"), Err(FrontMatterError::NoClosing));
         assert_eq!(read("---\n- a\n---\n"), Err(FrontMatterError::NotMapping));
-        assert!(matches!(read("---\nname: [\n---\n"), Err(FrontMatterError::Yaml(_))));
+        assert!(matches!(
+            read("---\nname: [\n---\n"),
+            Err(FrontMatterError::Yaml(_))
+        ));
         assert_eq!(read("---\r\nname: x\r\n---\r\n").unwrap().str("name"), Some("x"));
     }
 }

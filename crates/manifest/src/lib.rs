@@ -65,7 +65,11 @@ pub struct CheckOptions {
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        Self { root: None, now: SystemTime::now(), limits: PackageLimits::default() }
+        Self {
+            root: None,
+            now: SystemTime::now(),
+            limits: PackageLimits::default(),
+        }
     }
 }
 
@@ -123,7 +127,10 @@ pub fn json_schema() -> serde_json::Value {
 ///
 /// [`CheckError::Read`] when the file cannot be read. Everything else is a finding.
 pub fn check_file(path: &Path, options: &CheckOptions) -> Result<FileReport, CheckError> {
-    let bytes = std::fs::read(path).map_err(|source| CheckError::Read { path: path.to_owned(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| CheckError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     Ok(check_bytes(&path.display().to_string(), &bytes, options))
 }
 
@@ -143,20 +150,34 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
                     SyntaxErrorKind::Depth => Rule::JsonDepth,
                     SyntaxErrorKind::Grammar => Rule::JsonSyntax,
                 };
-                let width = source.get(error.offset..).and_then(|s| s.chars().next()).map_or(0, char::len_utf8);
-                sink.add(rule, "", Span::new(error.offset, error.offset + width), error.message);
+                let width = source
+                    .get(error.offset..)
+                    .and_then(|s| s.chars().next())
+                    .map_or(0, char::len_utf8);
+                sink.add(
+                    rule,
+                    "",
+                    Span::new(error.offset, error.offset + width),
+                    error.message,
+                );
             }
             Ok(root) => {
-                rules::check_document(&root, options, &mut sink);
+                let doc = rules::Doc::new(&root);
+                rules::check_document(&doc, options, &mut sink);
                 if let Some(dir) = &options.root {
-                    root_check::check(&root, dir, &options.limits, &mut sink);
+                    root_check::check(&doc, dir, &options.limits, &mut sink);
                 }
                 add_schema_findings(&root, &mut sink);
             }
         }
         sink.finish()
     };
-    FileReport { file: file.to_owned(), source, lines, findings }
+    FileReport {
+        file: file.to_owned(),
+        source,
+        lines,
+        findings,
+    }
 }
 
 /// Add schema findings, folded: a schema finding is dropped when a semantic rule already reported a

@@ -124,7 +124,15 @@ pub mod keys {
         "updated_at",
     ];
     /// Keys of `apis[]`.
-    pub const API: &[&str] = &["id", "title", "product", "language", "path", "tags", "source_urls"];
+    pub const API: &[&str] = &[
+        "id",
+        "title",
+        "product",
+        "language",
+        "path",
+        "tags",
+        "source_urls",
+    ];
 }
 
 impl Manifest {

@@ -20,7 +20,11 @@ pub struct PackageLimits {
 
 impl Default for PackageLimits {
     fn default() -> Self {
-        Self { max_entries: 10_000, max_unpacked_bytes: 256 * 1024 * 1024, max_skill_md_bytes: 1024 * 1024 }
+        Self {
+            max_entries: 10_000,
+            max_unpacked_bytes: 256 * 1024 * 1024,
+            max_skill_md_bytes: 1024 * 1024,
+        }
     }
 }
 
@@ -32,7 +36,10 @@ pub(crate) struct PackageProblem {
 }
 
 fn problem(rule: Rule, message: impl Into<String>) -> PackageProblem {
-    PackageProblem { rule, message: message.into() }
+    PackageProblem {
+        rule,
+        message: message.into(),
+    }
 }
 
 /// Why a zip entry name is unsafe to extract, if it is.
@@ -55,8 +62,12 @@ pub(crate) fn unsafe_entry_name(name: &str) -> Option<&'static str> {
 
 /// Whether a zip entry name is a file people forget to exclude.
 pub(crate) fn is_junk(name: &str) -> bool {
-    name.split('/').any(|s| matches!(s, "__MACOSX" | ".DS_Store" | "__pycache__" | "node_modules" | "Thumbs.db"))
-        || name.ends_with(".pyc")
+    name.split('/').any(|s| {
+        matches!(
+            s,
+            "__MACOSX" | ".DS_Store" | "__pycache__" | "node_modules" | "Thumbs.db"
+        )
+    }) || name.ends_with(".pyc")
 }
 
 /// Inspect the package at `path` of skill `skill_name`; compare its SKILL.md with `checkout_skill_md`.
@@ -67,17 +78,26 @@ pub(crate) fn inspect(
     limits: &PackageLimits,
 ) -> Vec<PackageProblem> {
     let mut problems = Vec::new();
-    let archive = File::open(path).map_err(|e| e.to_string()).and_then(|f| {
-        zip::ZipArchive::new(std::io::BufReader::new(f)).map_err(|e| e.to_string())
-    });
+    let archive = File::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| zip::ZipArchive::new(std::io::BufReader::new(f)).map_err(|e| e.to_string()));
     let mut archive = match archive {
         Ok(a) => a,
-        Err(why) => return vec![problem(Rule::PkgOpen, format!("the package does not open as a zip archive: {why}"))],
+        Err(why) => {
+            return vec![problem(
+                Rule::PkgOpen,
+                format!("the package does not open as a zip archive: {why}"),
+            )];
+        }
     };
     if archive.len() > limits.max_entries {
         problems.push(problem(
             Rule::PkgLimits,
-            format!("the package has {} entries; the limit is {}", archive.len(), limits.max_entries),
+            format!(
+                "the package has {} entries; the limit is {}",
+                archive.len(),
+                limits.max_entries
+            ),
         ));
         return problems;
     }
@@ -91,23 +111,35 @@ pub(crate) fn inspect(
         let entry = match archive.by_index_raw(index) {
             Ok(e) => e,
             Err(why) => {
-                problems.push(problem(Rule::PkgOpen, format!("entry {index} cannot be read: {why}")));
+                problems.push(problem(
+                    Rule::PkgOpen,
+                    format!("entry {index} cannot be read: {why}"),
+                ));
                 return problems;
             }
         };
         let name = match entry.name() {
             Ok(name) => name.into_owned(),
             Err(why) => {
-                problems.push(problem(Rule::PkgUnsafePath, format!("entry {index} has an undecodable name: {why}")));
+                problems.push(problem(
+                    Rule::PkgUnsafePath,
+                    format!("entry {index} has an undecodable name: {why}"),
+                ));
                 continue;
             }
         };
         total = total.saturating_add(entry.size());
         if let Some(why) = unsafe_entry_name(&name) {
-            problems.push(problem(Rule::PkgUnsafePath, format!("entry `{name}` is unsafe to unpack: {why}")));
+            problems.push(problem(
+                Rule::PkgUnsafePath,
+                format!("entry `{name}` is unsafe to unpack: {why}"),
+            ));
         }
         if entry.is_symlink() {
-            problems.push(problem(Rule::PkgSymlink, format!("entry `{name}` is a symbolic link")));
+            problems.push(problem(
+                Rule::PkgSymlink,
+                format!("entry `{name}` is a symbolic link"),
+            ));
         }
         if is_junk(&name) {
             junk.push(name.clone());
@@ -121,19 +153,36 @@ pub(crate) fn inspect(
     if total > limits.max_unpacked_bytes {
         problems.push(problem(
             Rule::PkgLimits,
-            format!("the package unpacks to {total} bytes; the limit is {}", limits.max_unpacked_bytes),
+            format!(
+                "the package unpacks to {total} bytes; the limit is {}",
+                limits.max_unpacked_bytes
+            ),
         ));
     }
     if !junk.is_empty() {
         let shown: Vec<&str> = junk.iter().take(3).map(String::as_str).collect();
-        let more = if junk.len() > 3 { format!(" and {} more", junk.len() - 3) } else { String::new() };
-        problems.push(problem(Rule::PkgJunk, format!("the package contains junk files: {}{more}", shown.join(", "))));
+        let more = if junk.len() > 3 {
+            format!(" and {} more", junk.len() - 3)
+        } else {
+            String::new()
+        };
+        problems.push(problem(
+            Rule::PkgJunk,
+            format!("the package contains junk files: {}{more}", shown.join(", ")),
+        ));
     }
     let sorted = names.windows(2).all(|w| w.first() <= w.get(1));
     let same_time = times.windows(2).all(|w| w.first() == w.get(1));
     if !sorted || !same_time {
-        let why = if sorted { "entry timestamps differ" } else { "entries are not in sorted order" };
-        problems.push(problem(Rule::PkgNotReproducible, format!("the package was not built reproducibly: {why}")));
+        let why = if sorted {
+            "entry timestamps differ"
+        } else {
+            "entries are not in sorted order"
+        };
+        problems.push(problem(
+            Rule::PkgNotReproducible,
+            format!("the package was not built reproducibly: {why}"),
+        ));
     }
     let Some(index) = skill_md_index else {
         problems.push(problem(
@@ -146,19 +195,32 @@ pub(crate) fn inspect(
         match read_entry(&mut archive, index, limits.max_skill_md_bytes) {
             Ok(inside) if inside != expected => problems.push(problem(
                 Rule::PkgStale,
-                format!("{} in the package differs from the checkout's SKILL.md", names.get(index).map_or("SKILL.md", String::as_str)),
+                format!(
+                    "{} in the package differs from the checkout's SKILL.md",
+                    names.get(index).map_or("SKILL.md", String::as_str)
+                ),
             )),
             Ok(_) => {}
-            Err(why) => problems.push(problem(Rule::PkgOpen, format!("SKILL.md in the package cannot be read: {why}"))),
+            Err(why) => problems.push(problem(
+                Rule::PkgOpen,
+                format!("SKILL.md in the package cannot be read: {why}"),
+            )),
         }
     }
     problems
 }
 
-fn read_entry<R: Read + std::io::Seek>(archive: &mut zip::ZipArchive<R>, index: usize, limit: u64) -> Result<Vec<u8>, String> {
+fn read_entry<R: Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    index: usize,
+    limit: u64,
+) -> Result<Vec<u8>, String> {
     let entry = archive.by_index(index).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
-    entry.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    entry
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
     if bytes.len() as u64 > limit {
         return Err(format!("it is larger than {limit} bytes"));
     }

@@ -19,7 +19,11 @@ pub fn manifest(skills: usize) -> String {
             id: format!("api-{i:05}"),
             title: format!("Service {i} HTTP API"),
             product: format!("Service {i}"),
-            language: if i % 2 == 0 { "en".to_owned() } else { "zh-CN".to_owned() },
+            language: if i % 2 == 0 {
+                "en".to_owned()
+            } else {
+                "zh-CN".to_owned()
+            },
             path: format!("apis/{}/api-{i:05}.md", if i % 2 == 0 { "en" } else { "zh-CN" }),
             tags: vec!["http".to_owned(), format!("service-{i}")],
             source_urls: vec![format!("https://docs.example.com/service-{i}/reference")],

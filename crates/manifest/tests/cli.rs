@@ -10,7 +10,11 @@ use serde_json::json;
 use support::{Checkout, write_file};
 
 fn run(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_registry-check")).args(args).current_dir(cwd).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_registry-check"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
 }
 
 fn code(output: &Output) -> i32 {
@@ -39,7 +43,11 @@ fn errors_exit_1_and_name_the_rule() {
     checkout.write_manifest();
     let output = run(&["registry.json"], checkout.root());
     assert_eq!(code(&output), 1);
-    assert!(stdout(&output).contains("error[R-SKILL-VERSION]"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("error[R-SKILL-VERSION]"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]
@@ -48,7 +56,10 @@ fn root_mode_finds_a_hash_mismatch_that_offline_mode_cannot() {
     checkout.skill(1).insert("sha256".into(), json!("a".repeat(64)));
     checkout.write_manifest();
     assert_eq!(code(&run(&["registry.json"], checkout.root())), 0);
-    let output = run(&["--root", ".", "--format", "json", "registry.json"], checkout.root());
+    let output = run(
+        &["--root", ".", "--format", "json", "registry.json"],
+        checkout.root(),
+    );
     assert_eq!(code(&output), 1);
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["findings"][0]["rule"], "R-ROOT-SHA256-MISMATCH");
@@ -61,8 +72,14 @@ fn warnings_fail_only_with_fail_on_warning_or_strict() {
     checkout.skill(0).insert("agents".into(), json!(["claude"]));
     checkout.write_manifest();
     assert_eq!(code(&run(&["registry.json"], checkout.root())), 0);
-    assert_eq!(code(&run(&["--fail-on", "warning", "registry.json"], checkout.root())), 1);
-    assert_eq!(code(&run(&["--fail-on", "error", "registry.json"], checkout.root())), 0);
+    assert_eq!(
+        code(&run(&["--fail-on", "warning", "registry.json"], checkout.root())),
+        1
+    );
+    assert_eq!(
+        code(&run(&["--fail-on", "error", "registry.json"], checkout.root())),
+        0
+    );
     assert_eq!(code(&run(&["--strict", "registry.json"], checkout.root())), 1);
 }
 
@@ -72,7 +89,10 @@ fn unparseable_or_unreadable_input_exits_2() {
     write_file(&dir.path().join("bad.json"), "{\"a\": 1,}");
     let output = run(&["--format", "github", "bad.json"], dir.path());
     assert_eq!(code(&output), 2);
-    assert_eq!(stdout(&output).trim_end(), "::error file=bad.json,line=1,col=8,endLine=1,endColumn=9,title=R-JSON-TRAILING-COMMA::trailing comma before `}`; remove the comma%0Ahelp: Remove the trailing comma.");
+    assert_eq!(
+        stdout(&output).trim_end(),
+        "::error file=bad.json,line=1,col=8,endLine=1,endColumn=9,title=R-JSON-TRAILING-COMMA::trailing comma before `}`; remove the comma%0Ahelp: Remove the trailing comma."
+    );
     let missing = run(&["missing.json"], dir.path());
     assert_eq!(code(&missing), 2);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read missing.json"));
@@ -107,11 +127,22 @@ fn sarif_output_is_sarif_2_1_0() {
 fn several_files_are_reported_in_order() {
     let checkout = Checkout::new();
     checkout.write_manifest();
-    write_file(&checkout.path("second.json"), &checkout.text().replace("\"schema_version\": \"1\"", "\"schema_version\": \"3\""));
-    let output = run(&["--format", "json", "registry.json", "second.json"], checkout.root());
+    write_file(
+        &checkout.path("second.json"),
+        &checkout
+            .text()
+            .replace("\"schema_version\": \"1\"", "\"schema_version\": \"3\""),
+    );
+    let output = run(
+        &["--format", "json", "registry.json", "second.json"],
+        checkout.root(),
+    );
     assert_eq!(code(&output), 1);
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!(report["summary"], json!({"files": 2, "errors": 1, "warnings": 0, "infos": 0}));
+    assert_eq!(
+        report["summary"],
+        json!({"files": 2, "errors": 1, "warnings": 0, "infos": 0})
+    );
     assert_eq!(report["findings"][0]["file"], "second.json");
 }
 
@@ -129,11 +160,20 @@ fn generate_writes_a_manifest_that_checks_clean_and_check_detects_staleness() {
     write_config(dir.path());
     let root = dir.path().to_str().unwrap();
     let output = run(&["generate", "--root", root], dir.path());
-    assert_eq!(code(&output), 0, "{}{}", stdout(&output), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        code(&output),
+        0,
+        "{}{}",
+        stdout(&output),
+        String::from_utf8_lossy(&output.stderr)
+    );
     let first = std::fs::read(dir.path().join("registry.json")).unwrap();
     assert!(first.ends_with(b"}\n"));
     assert_eq!(code(&run(&["--root", root, "registry.json"], dir.path())), 0);
-    assert_eq!(code(&run(&["generate", "--root", root, "--check"], dir.path())), 0);
+    assert_eq!(
+        code(&run(&["generate", "--root", root, "--check"], dir.path())),
+        0
+    );
 
     // Regenerating an unchanged checkout changes no byte (generated_at is kept).
     assert_eq!(code(&run(&["generate", "--root", root], dir.path())), 0);
@@ -143,8 +183,14 @@ fn generate_writes_a_manifest_that_checks_clean_and_check_detects_staleness() {
     let text = String::from_utf8(first.clone()).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     let old_time = value["generated_at"].as_str().unwrap().to_owned();
-    write_file(&dir.path().join("registry.json"), &text.replace(&old_time, "2020-01-01T00:00:00Z"));
-    assert_eq!(code(&run(&["generate", "--root", root, "--check"], dir.path())), 0);
+    write_file(
+        &dir.path().join("registry.json"),
+        &text.replace(&old_time, "2020-01-01T00:00:00Z"),
+    );
+    assert_eq!(
+        code(&run(&["generate", "--root", root, "--check"], dir.path())),
+        0
+    );
 
     // A changed skill makes the manifest and its package stale.
     let skill = dir.path().join("skills/web-search/SKILL.md");
@@ -153,7 +199,10 @@ fn generate_writes_a_manifest_that_checks_clean_and_check_detects_staleness() {
     let stale = run(&["generate", "--root", root, "--check"], dir.path());
     assert_eq!(code(&stale), 1);
     let stderr = String::from_utf8_lossy(&stale.stderr);
-    assert!(stderr.contains("registry.json differs") && stderr.contains("packages/web-search.zip differs"), "{stderr}");
+    assert!(
+        stderr.contains("registry.json differs") && stderr.contains("packages/web-search.zip differs"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -166,14 +215,27 @@ fn generate_without_repository_info_exits_2_and_flags_fill_it() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("name, git_url, raw_base_url, branch"));
     let output = run(
         &[
-            "generate", "--root", root, "--output", "catalog.json", "--name", "agent-skills",
-            "--git-url", "git@github.com:acme/agent-skills.git",
-            "--raw-base-url", "https://raw.githubusercontent.com/acme/agent-skills/main", "--branch", "main",
+            "generate",
+            "--root",
+            root,
+            "--output",
+            "catalog.json",
+            "--name",
+            "agent-skills",
+            "--git-url",
+            "git@github.com:acme/agent-skills.git",
+            "--raw-base-url",
+            "https://raw.githubusercontent.com/acme/agent-skills/main",
+            "--branch",
+            "main",
         ],
         dir.path(),
     );
     assert_eq!(code(&output), 0, "{}", stdout(&output));
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("catalog.json")).unwrap()).unwrap();
-    assert_eq!(manifest["repository"]["git_url"], "git@github.com:acme/agent-skills.git");
+    assert_eq!(
+        manifest["repository"]["git_url"],
+        "git@github.com:acme/agent-skills.git"
+    );
 }

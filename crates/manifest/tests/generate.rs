@@ -14,12 +14,19 @@ fn packing_is_deterministic_and_independent_of_file_times() {
     let checkout = Checkout::new();
     let folder = checkout.path("skills/pdf-tools");
     let first = pack_skill(&folder, "pdf-tools").unwrap();
-    let file = std::fs::File::options().write(true).open(folder.join("SKILL.md")).unwrap();
-    file.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000)).unwrap();
+    let file = std::fs::File::options()
+        .write(true)
+        .open(folder.join("SKILL.md"))
+        .unwrap();
+    file.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+        .unwrap();
     let second = pack_skill(&folder, "pdf-tools").unwrap();
     assert_eq!(Sha256::digest(&first), Sha256::digest(&second));
     // The committed package is the same bytes.
-    assert_eq!(std::fs::read(checkout.path("packages/pdf-tools.zip")).unwrap(), first);
+    assert_eq!(
+        std::fs::read(checkout.path("packages/pdf-tools.zip")).unwrap(),
+        first
+    );
 }
 
 #[test]
@@ -40,7 +47,11 @@ fn packages_hold_sorted_files_under_the_skill_name_without_junk() {
     assert_eq!(ordered, ["pdf-tools/SKILL.md", "pdf-tools/scripts/merge.py"]);
     assert_eq!(archive.len(), 2);
     let mut text = String::new();
-    archive.by_name("pdf-tools/SKILL.md").unwrap().read_to_string(&mut text).unwrap();
+    archive
+        .by_name("pdf-tools/SKILL.md")
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
     assert!(text.starts_with("---\nname: pdf-tools\n"));
 }
 
@@ -70,21 +81,45 @@ fn the_manifest_takes_its_fields_from_front_matter() {
     assert_eq!(pdf.sha256, hex::encode(Sha256::digest(&generated.packages[0].1)));
     assert_eq!(pdf.size_bytes, Some(generated.packages[0].1.len() as u64));
     let web = &m.skills[1];
-    assert_eq!((web.title.as_str(), web.tags.clone()), ("web-search title", vec!["search".to_owned()]));
-    let apis: Vec<(&str, &str, &str)> = m.apis.iter().map(|a| (a.id.as_str(), a.language.as_str(), a.path.as_str())).collect();
-    assert_eq!(apis, [("images-api", "en", "apis/en/images-api.md"), ("search-api", "zh-CN", "apis/zh-CN/search-api.md")]);
+    assert_eq!(
+        (web.title.as_str(), web.tags.clone()),
+        ("web-search title", vec!["search".to_owned()])
+    );
+    let apis: Vec<(&str, &str, &str)> = m
+        .apis
+        .iter()
+        .map(|a| (a.id.as_str(), a.language.as_str(), a.path.as_str()))
+        .collect();
+    assert_eq!(
+        apis,
+        [
+            ("images-api", "en", "apis/en/images-api.md"),
+            ("search-api", "zh-CN", "apis/zh-CN/search-api.md")
+        ]
+    );
     assert_eq!(m.apis[0].source_urls, ["https://docs.example.com/images"]);
     let text = m.to_json_pretty();
-    assert!(text.starts_with("{\n  \"schema_version\": \"1\",\n  \"generated_at\": "), "{text}");
+    assert!(
+        text.starts_with("{\n  \"schema_version\": \"1\",\n  \"generated_at\": "),
+        "{text}"
+    );
     assert!(text.ends_with("]\n}\n"));
 }
 
 #[test]
 fn a_skill_without_version_is_an_error_that_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    write_file(&dir.path().join("skills/x/SKILL.md"), "---\nname: x\ndescription: y\n---\n");
-    let error = generate::build(dir.path(), &config(), GENERATED_AT).unwrap_err().to_string();
-    assert!(error.contains("skills/x/SKILL.md") && error.contains("metadata"), "{error}");
+    write_file(
+        &dir.path().join("skills/x/SKILL.md"),
+        "---\nname: x\ndescription: y\n---\n",
+    );
+    let error = generate::build(dir.path(), &config(), GENERATED_AT)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("skills/x/SKILL.md") && error.contains("metadata"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -99,7 +134,10 @@ fn staleness_ignores_generated_at_only() {
     later.skills[0].version = "1.2.1".into();
     assert!(generate::is_stale(&committed, &later));
     assert!(generate::is_stale("not json", &generated.manifest));
-    assert!(generate::is_stale(&committed.replace("\n", "\r\n"), &generated.manifest));
+    assert!(generate::is_stale(
+        &committed.replace("\n", "\r\n"),
+        &generated.manifest
+    ));
 }
 
 #[test]
@@ -108,10 +146,18 @@ fn generated_at_is_kept_when_nothing_changed() {
     write_sources(dir.path());
     let generated = generate::build(dir.path(), &config(), GENERATED_AT).unwrap();
     let committed = generated.manifest.to_json_pretty();
-    let now = chrono::DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z").unwrap().to_utc();
+    let now = chrono::DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+        .unwrap()
+        .to_utc();
     let mut fresh = generated.manifest.clone();
     fresh.generated_at = String::new();
-    assert_eq!(generate::choose_generated_at(&fresh, Some(&committed), now), GENERATED_AT);
+    assert_eq!(
+        generate::choose_generated_at(&fresh, Some(&committed), now),
+        GENERATED_AT
+    );
     fresh.skills[0].title = "Changed".into();
-    assert_eq!(generate::choose_generated_at(&fresh, Some(&committed), now), "2026-06-01T00:00:00Z");
+    assert_eq!(
+        generate::choose_generated_at(&fresh, Some(&committed), now),
+        "2026-06-01T00:00:00Z"
+    );
 }

@@ -21,11 +21,20 @@ fn neighbour_formats_are_recognized_and_reported_with_locations() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let report = check_file(&path, &CheckOptions::default()).unwrap();
-        assert!(!report.parse_failed(), "{}: {:?}", path.display(), report.findings.first());
+        assert!(
+            !report.parse_failed(),
+            "{}: {:?}",
+            path.display(),
+            report.findings.first()
+        );
         let rules: Vec<Rule> = report.findings.iter().map(|f| f.rule).collect();
         assert!(rules.contains(&Rule::FormatForeign), "{}", path.display());
         assert!(rules.contains(&Rule::SchemaRequired), "{}", path.display());
-        assert!(report.findings.iter().all(|f| f.start.line >= 1), "{}", path.display());
+        assert!(
+            report.findings.iter().all(|f| f.start.line >= 1),
+            "{}",
+            path.display()
+        );
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if name.starts_with("copyleftdev") {
             // sk1llz has real duplicate names.

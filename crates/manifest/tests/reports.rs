@@ -81,19 +81,27 @@ fn github_annotations() {
 
 #[test]
 fn syntax_error_snippet_points_at_the_character() {
-    let report = check_bytes("broken.json", b"{\n  \"a\": [1, 2,]\n}\n", &CheckOptions::default());
+    let report = check_bytes(
+        "broken.json",
+        b"{\n  \"a\": [1, 2,]\n}\n",
+        &CheckOptions::default(),
+    );
     insta::assert_snapshot!(render(Format::Text, &[report]));
 }
 
 #[test]
 fn long_lines_are_shown_around_the_finding() {
-    let minified: String = serde_json::to_string(&serde_json::from_str::<serde_json::Value>(MANIFEST).unwrap()).unwrap();
+    let minified: String =
+        serde_json::to_string(&serde_json::from_str::<serde_json::Value>(MANIFEST).unwrap()).unwrap();
     let report = check_bytes("min.json", minified.as_bytes(), &CheckOptions::default());
     let text = render(Format::Text, &[report]);
     let snippet_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("1 | ")).collect();
     assert_eq!(snippet_lines.len(), 7, "{text}");
     for line in &snippet_lines {
-        assert!(line.chars().count() <= 4 + 3 + 100 + 3, "snippet line too long: {line}");
+        assert!(
+            line.chars().count() <= 4 + 3 + 100 + 3,
+            "snippet line too long: {line}"
+        );
         assert!(line.starts_with("1 | ..."), "{line}");
     }
     assert!(text.contains("\"language\":\"en_US\""), "{text}");
@@ -103,6 +111,9 @@ fn long_lines_are_shown_around_the_finding() {
 fn a_clean_file_says_so() {
     let text = imagegate_manifest::synthetic::manifest(3);
     let report = check_bytes("ok.json", text.as_bytes(), &CheckOptions::default());
-    assert_eq!(render(Format::Text, std::slice::from_ref(&report)), "ok.json: no findings\n");
+    assert_eq!(
+        render(Format::Text, std::slice::from_ref(&report)),
+        "ok.json: no findings\n"
+    );
     assert_eq!(render(Format::Github, &[report]), "");
 }

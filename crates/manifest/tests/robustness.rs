@@ -23,19 +23,51 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::from),
         any::<f64>().prop_map(Value::from),
         ".{0,12}".prop_map(Value::String),
-        prop::sample::select(vec!["1", "skills/x", "../x", "sha256:AB", "2026-01-01T00:00:00Z", "https://h/x", "zh_CN"])
-            .prop_map(|s| Value::String(s.to_owned())),
+        prop::sample::select(vec![
+            "1",
+            "skills/x",
+            "../x",
+            "sha256:AB",
+            "2026-01-01T00:00:00Z",
+            "https://h/x",
+            "zh_CN"
+        ])
+        .prop_map(|s| Value::String(s.to_owned())),
     ];
     leaf.prop_recursive(5, 64, 8, |inner| {
         let keys = prop::sample::select(vec![
-            "schema_version", "generated_at", "repository", "skills", "apis", "name", "git_url", "raw_base_url",
-            "branch", "version", "title", "description", "path", "package", "sha256", "size_bytes", "api_docs",
-            "tags", "agents", "updated_at", "id", "product", "language", "source_urls", "plugins", "x",
+            "schema_version",
+            "generated_at",
+            "repository",
+            "skills",
+            "apis",
+            "name",
+            "git_url",
+            "raw_base_url",
+            "branch",
+            "version",
+            "title",
+            "description",
+            "path",
+            "package",
+            "sha256",
+            "size_bytes",
+            "api_docs",
+            "tags",
+            "agents",
+            "updated_at",
+            "id",
+            "product",
+            "language",
+            "source_urls",
+            "plugins",
+            "x",
         ]);
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((keys, inner), 0..8)
-                .prop_map(|members| Value::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+            prop::collection::vec((keys, inner), 0..8).prop_map(|members| Value::Object(
+                members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+            )),
         ]
     })
 }

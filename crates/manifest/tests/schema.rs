@@ -14,10 +14,17 @@ const CRATE_COPY: &str = include_str!("../schema/registry-manifest.schema.json")
 fn the_schema_file_is_canonical_pretty_json_and_the_published_copy_is_identical() {
     let mut pretty = serde_json::to_string_pretty(&json_schema()).unwrap();
     pretty.push('\n');
-    assert_eq!(pretty, CRATE_COPY, "crate schema is not in `cargo xtask schemas` form");
-    let published = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/registry-manifest.schema.json");
+    assert_eq!(
+        pretty, CRATE_COPY,
+        "crate schema is not in `cargo xtask schemas` form"
+    );
+    let published =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/registry-manifest.schema.json");
     assert_eq!(std::fs::read_to_string(published).unwrap(), CRATE_COPY);
-    assert_eq!(json_schema()["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(
+        json_schema()["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
 }
 
 fn names(value: &Value) -> Vec<String> {
@@ -41,11 +48,28 @@ fn the_schema_and_the_model_define_the_same_keys() {
     let schema = json_schema();
     assert_eq!(names(&schema["properties"]), sorted(keys::TOP));
     assert_eq!(names(&schema["required"]), sorted(keys::TOP));
-    assert_eq!(names(&schema["$defs"]["repository"]["properties"]), sorted(keys::REPOSITORY));
-    assert_eq!(names(&schema["$defs"]["skill"]["properties"]), sorted(keys::SKILL));
+    assert_eq!(
+        names(&schema["$defs"]["repository"]["properties"]),
+        sorted(keys::REPOSITORY)
+    );
+    assert_eq!(
+        names(&schema["$defs"]["skill"]["properties"]),
+        sorted(keys::SKILL)
+    );
     assert_eq!(names(&schema["$defs"]["api"]["properties"]), sorted(keys::API));
     let required_skill = names(&schema["$defs"]["skill"]["required"]);
-    assert_eq!(required_skill, sorted(&["name", "version", "title", "description", "path", "package", "sha256"]));
+    assert_eq!(
+        required_skill,
+        sorted(&[
+            "name",
+            "version",
+            "title",
+            "description",
+            "path",
+            "package",
+            "sha256"
+        ])
+    );
 }
 
 fn validator() -> jsonschema::Validator {
@@ -66,18 +90,46 @@ fn valid_manifests_pass_the_schema_and_round_trip_through_the_model() {
 #[test]
 fn the_schema_alone_rejects_the_common_mistakes() {
     let checkout = Checkout::new();
-    let breakers: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
-        ("sha prefix", Box::new(|m| m["skills"][0]["sha256"] = json!(format!("sha256:{}", "a".repeat(64))))),
-        ("short version", Box::new(|m| m["skills"][0]["version"] = json!("1.0"))),
-        ("absolute path", Box::new(|m| m["skills"][0]["path"] = json!("/skills/pdf-tools"))),
-        ("parent segment", Box::new(|m| m["apis"][0]["path"] = json!("apis/../x.md"))),
-        ("not a zip", Box::new(|m| m["skills"][0]["package"] = json!("packages/x.tgz"))),
-        ("fraction size", Box::new(|m| m["skills"][0]["size_bytes"] = json!(1.5))),
-        ("negative size", Box::new(|m| m["skills"][0]["size_bytes"] = json!(-1))),
+    type Breaker = Box<dyn Fn(&mut Value)>;
+    let breakers: Vec<(&str, Breaker)> = vec![
+        (
+            "sha prefix",
+            Box::new(|m| m["skills"][0]["sha256"] = json!(format!("sha256:{}", "a".repeat(64)))),
+        ),
+        (
+            "short version",
+            Box::new(|m| m["skills"][0]["version"] = json!("1.0")),
+        ),
+        (
+            "absolute path",
+            Box::new(|m| m["skills"][0]["path"] = json!("/skills/pdf-tools")),
+        ),
+        (
+            "parent segment",
+            Box::new(|m| m["apis"][0]["path"] = json!("apis/../x.md")),
+        ),
+        (
+            "not a zip",
+            Box::new(|m| m["skills"][0]["package"] = json!("packages/x.tgz")),
+        ),
+        (
+            "fraction size",
+            Box::new(|m| m["skills"][0]["size_bytes"] = json!(1.5)),
+        ),
+        (
+            "negative size",
+            Box::new(|m| m["skills"][0]["size_bytes"] = json!(-1)),
+        ),
         ("schema version", Box::new(|m| m["schema_version"] = json!("2"))),
-        ("http raw base", Box::new(|m| m["repository"]["raw_base_url"] = json!("http://example.com/x"))),
+        (
+            "http raw base",
+            Box::new(|m| m["repository"]["raw_base_url"] = json!("http://example.com/x")),
+        ),
         ("blank title", Box::new(|m| m["skills"][0]["title"] = json!(" "))),
-        ("missing apis", Box::new(|m| drop(m.as_object_mut().unwrap().remove("apis")))),
+        (
+            "missing apis",
+            Box::new(|m| drop(m.as_object_mut().unwrap().remove("apis"))),
+        ),
     ];
     for (what, breaker) in breakers {
         let mut manifest = checkout.manifest.clone();

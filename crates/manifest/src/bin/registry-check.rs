@@ -14,7 +14,12 @@ use imagegate_manifest::{CheckOptions, FileReport, Severity, check_file};
 
 /// Check registry manifests (schema, semantic rules and, with --root, files, sizes, hashes and packages).
 #[derive(Debug, Parser)]
-#[command(name = "registry-check", version, args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(
+    name = "registry-check",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -84,7 +89,9 @@ fn main() -> ExitCode {
         Err(error) => {
             let _ = error.print();
             return match error.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
                 _ => ExitCode::from(EXIT_UNUSABLE),
             };
         }
@@ -104,7 +111,10 @@ fn stdout_text(text: &str) {
 }
 
 fn run_check(cli: &Cli) -> ExitCode {
-    let options = CheckOptions { root: cli.root.clone(), ..CheckOptions::default() };
+    let options = CheckOptions {
+        root: cli.root.clone(),
+        ..CheckOptions::default()
+    };
     if let Some(root) = &cli.root {
         if !root.is_dir() {
             stderr_line(&format!("--root {} is not a folder", root.display()));
@@ -123,7 +133,11 @@ fn run_check(cli: &Cli) -> ExitCode {
         }
     }
     stdout_text(&report::render(cli.format, &reports));
-    let threshold = if cli.strict || cli.fail_on == FailOn::Warning { Severity::Warning } else { Severity::Error };
+    let threshold = if cli.strict || cli.fail_on == FailOn::Warning {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
     if unreadable || reports.iter().any(FileReport::parse_failed) {
         ExitCode::from(EXIT_UNUSABLE)
     } else if reports.iter().any(|r| r.fails(threshold)) {
@@ -164,8 +178,11 @@ fn run_generate(args: &GenerateArgs) -> ExitCode {
     if args.check {
         return check_fresh(&args.root, &config, &generated, committed.as_deref());
     }
-    generated.manifest.generated_at =
-        generate::choose_generated_at(&generated.manifest, committed.as_deref(), std::time::SystemTime::now().into());
+    generated.manifest.generated_at = generate::choose_generated_at(
+        &generated.manifest,
+        committed.as_deref(),
+        std::time::SystemTime::now().into(),
+    );
     if let Err(error) = generate::write(&args.root, &config, &generated) {
         stderr_line(&error.to_string());
         return ExitCode::from(EXIT_UNUSABLE);
@@ -180,16 +197,28 @@ fn run_generate(args: &GenerateArgs) -> ExitCode {
     verify_written(&manifest_path, &args.root)
 }
 
-fn check_fresh(root: &Path, config: &GenerateConfig, generated: &generate::Generated, committed: Option<&str>) -> ExitCode {
+fn check_fresh(
+    root: &Path,
+    config: &GenerateConfig,
+    generated: &generate::Generated,
+    committed: Option<&str>,
+) -> ExitCode {
     let mut stale = Vec::new();
     match committed {
         None => stale.push(format!("{} is missing", config.output)),
         Some(text) if generate::is_stale(text, &generated.manifest) => {
-            stale.push(format!("{} differs from a fresh build (generated_at ignored)", config.output));
+            stale.push(format!(
+                "{} differs from a fresh build (generated_at ignored)",
+                config.output
+            ));
         }
         Some(_) => {}
     }
-    stale.extend(generate::stale_packages(root, generated).into_iter().map(|p| format!("{p} differs from a fresh build")));
+    stale.extend(
+        generate::stale_packages(root, generated)
+            .into_iter()
+            .map(|p| format!("{p} differs from a fresh build")),
+    );
     if stale.is_empty() {
         stdout_text(&format!("{} and its packages are up to date\n", config.output));
         return ExitCode::SUCCESS;
@@ -203,12 +232,19 @@ fn check_fresh(root: &Path, config: &GenerateConfig, generated: &generate::Gener
 
 /// Check what was just written, with the checkout, and report any finding.
 fn verify_written(manifest: &Path, root: &Path) -> ExitCode {
-    let options = CheckOptions { root: Some(root.to_owned()), ..CheckOptions::default() };
+    let options = CheckOptions {
+        root: Some(root.to_owned()),
+        ..CheckOptions::default()
+    };
     match check_file(manifest, &options) {
         Ok(report) if report.findings.is_empty() => ExitCode::SUCCESS,
         Ok(report) => {
             stdout_text(&report::render(Format::Text, std::slice::from_ref(&report)));
-            if report.fails(Severity::Error) { ExitCode::from(EXIT_FINDINGS) } else { ExitCode::SUCCESS }
+            if report.fails(Severity::Error) {
+                ExitCode::from(EXIT_FINDINGS)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(error) => {
             stderr_line(&error.to_string());

@@ -70,7 +70,12 @@ impl ConfigFile {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(Self::default()),
-            Err(source) => return Err(GenerateError::Io { path: path.to_owned(), source }),
+            Err(source) => {
+                return Err(GenerateError::Io {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         };
         serde_yaml_ng::from_str(&text).map_err(|e| GenerateError::Config(format!("{}: {e}", path.display())))
     }
@@ -80,7 +85,11 @@ impl ConfigFile {
     /// # Errors
     ///
     /// [`GenerateError::Config`] naming the repository fields that neither the file nor the flags give.
-    pub fn resolve(self, flags: &RepositoryOverrides, output: Option<String>) -> Result<GenerateConfig, GenerateError> {
+    pub fn resolve(
+        self,
+        flags: &RepositoryOverrides,
+        output: Option<String>,
+    ) -> Result<GenerateConfig, GenerateError> {
         let pick = |flag: &Option<String>, file: &Option<String>| flag.clone().or_else(|| file.clone());
         let file = &self.repository;
         let fields = [
@@ -89,7 +98,11 @@ impl ConfigFile {
             ("raw_base_url", pick(&flags.raw_base_url, &file.raw_base_url)),
             ("branch", pick(&flags.branch, &file.branch)),
         ];
-        let missing: Vec<&str> = fields.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| *k).collect();
+        let missing: Vec<&str> = fields
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| *k)
+            .collect();
         if !missing.is_empty() {
             return Err(GenerateError::Config(format!(
                 "repository {} not given: set them under `repository:` in {CONFIG_FILE} or with --name, --git-url, \
@@ -106,7 +119,9 @@ impl ConfigFile {
                 branch: branch.unwrap_or_default(),
             },
             schema_version: self.schema_version.unwrap_or_else(|| "1".to_owned()),
-            output: output.or(self.output).unwrap_or_else(|| "registry.json".to_owned()),
+            output: output
+                .or(self.output)
+                .unwrap_or_else(|| "registry.json".to_owned()),
             skills_dir: self.skills_dir.unwrap_or_else(|| "skills".to_owned()),
             apis_dir: self.apis_dir.unwrap_or_else(|| "apis".to_owned()),
             packages_dir: self.packages_dir.unwrap_or_else(|| "packages".to_owned()),

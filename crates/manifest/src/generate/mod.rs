@@ -75,22 +75,34 @@ pub fn build(root: &Path, config: &GenerateConfig, generated_at: &str) -> Result
         }
         let front = read_front(&skill_md)?;
         let field = |key: &str| {
-            front.str(key).map(str::to_owned).ok_or_else(|| GenerateError::Skill {
-                path: skill_md.clone(),
-                message: format!("the front matter has no string `{key}`"),
-            })
+            front
+                .str(key)
+                .map(str::to_owned)
+                .ok_or_else(|| GenerateError::Skill {
+                    path: skill_md.clone(),
+                    message: format!("the front matter has no string `{key}`"),
+                })
         };
         let name = field("name")?;
         let description = field("description")?.trim().to_owned();
-        let version = front.metadata_str("version").ok_or_else(|| GenerateError::Skill {
-            path: skill_md.clone(),
-            message: "the front matter has no `metadata: {version: ...}` (SemVer, e.g. 1.0.0)".to_owned(),
-        })?;
-        let folder_name = folder.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let version = front
+            .metadata_str("version")
+            .ok_or_else(|| GenerateError::Skill {
+                path: skill_md.clone(),
+                message: "the front matter has no `metadata: {version: ...}` (SemVer, e.g. 1.0.0)".to_owned(),
+            })?;
+        let folder_name = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
         let bytes = pack_skill(&folder, &name)?;
         let package = format!("{}/{name}.zip", config.packages_dir.trim_end_matches('/'));
         skills.push(Skill {
-            title: front.metadata_str("title").or_else(|| front.first_heading()).unwrap_or_else(|| name.clone()),
+            title: front
+                .metadata_str("title")
+                .or_else(|| front.first_heading())
+                .unwrap_or_else(|| name.clone()),
             version,
             description,
             path: format!("{}/{folder_name}", config.skills_dir.trim_end_matches('/')),
@@ -107,19 +119,28 @@ pub fn build(root: &Path, config: &GenerateConfig, generated_at: &str) -> Result
     }
     let mut apis = Vec::new();
     for language_dir in sorted_children(&root.join(&config.apis_dir), true)? {
-        let language = language_dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let language = language_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
         for file in sorted_children(&language_dir, false)? {
-            let (Some(id), Some("md")) =
-                (file.file_stem().and_then(|s| s.to_str()), file.extension().and_then(|e| e.to_str()))
-            else {
+            let (Some(id), Some("md")) = (
+                file.file_stem().and_then(|s| s.to_str()),
+                file.extension().and_then(|e| e.to_str()),
+            ) else {
                 continue;
             };
             let front = read_front(&file)?;
             let field = |key: &str| {
-                front.map.get(key).and_then(frontmatter::scalar).ok_or_else(|| GenerateError::Skill {
-                    path: file.clone(),
-                    message: format!("the front matter has no `{key}`"),
-                })
+                front
+                    .map
+                    .get(key)
+                    .and_then(frontmatter::scalar)
+                    .ok_or_else(|| GenerateError::Skill {
+                        path: file.clone(),
+                        message: format!("the front matter has no `{key}`"),
+                    })
             };
             apis.push(Api {
                 id: id.to_owned(),
@@ -128,7 +149,11 @@ pub fn build(root: &Path, config: &GenerateConfig, generated_at: &str) -> Result
                 language: language.clone(),
                 path: format!("{}/{language}/{id}.md", config.apis_dir.trim_end_matches('/')),
                 tags: front.map.get("tags").map(frontmatter::list).unwrap_or_default(),
-                source_urls: front.map.get("source_urls").map(frontmatter::list).unwrap_or_default(),
+                source_urls: front
+                    .map
+                    .get("source_urls")
+                    .map(frontmatter::list)
+                    .unwrap_or_default(),
             });
         }
     }
@@ -143,13 +168,22 @@ pub fn build(root: &Path, config: &GenerateConfig, generated_at: &str) -> Result
 }
 
 fn read_front(path: &Path) -> Result<FrontMatter, GenerateError> {
-    let text = std::fs::read_to_string(path).map_err(|source| GenerateError::Io { path: path.to_owned(), source })?;
-    frontmatter::read(&text).map_err(|e| GenerateError::Skill { path: path.to_owned(), message: e.to_string() })
+    let text = std::fs::read_to_string(path).map_err(|source| GenerateError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    frontmatter::read(&text).map_err(|e| GenerateError::Skill {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
 }
 
 /// The sub-folders (`dirs`) or files of `dir`, sorted by name; nothing when `dir` does not exist.
 fn sorted_children(dir: &Path, dirs: bool) -> Result<Vec<PathBuf>, GenerateError> {
-    let io = |source| GenerateError::Io { path: dir.to_owned(), source };
+    let io = |source| GenerateError::Io {
+        path: dir.to_owned(),
+        source,
+    };
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -168,8 +202,15 @@ fn sorted_children(dir: &Path, dirs: bool) -> Result<Vec<PathBuf>, GenerateError
 
 /// The `generated_at` to write: `SOURCE_DATE_EPOCH` if set, else the committed manifest's value when
 /// nothing else changed (so regenerating an unchanged checkout changes no byte), else now.
-pub fn choose_generated_at(fresh_without_time: &Manifest, committed: Option<&str>, now: DateTime<Utc>) -> String {
-    if let Some(epoch) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.trim().parse::<i64>().ok()) {
+pub fn choose_generated_at(
+    fresh_without_time: &Manifest,
+    committed: Option<&str>,
+    now: DateTime<Utc>,
+) -> String {
+    if let Some(epoch) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+    {
         if let Some(time) = DateTime::<Utc>::from_timestamp(epoch, 0) {
             return time.to_rfc3339_opts(SecondsFormat::Secs, true);
         }
@@ -192,7 +233,9 @@ fn committed_generated_at(text: &str) -> Option<String> {
 /// Whether `committed` differs from `fresh` in anything but `generated_at` (bytes compared, so key order
 /// and formatting count too).
 pub fn is_stale(committed: &str, fresh: &Manifest) -> bool {
-    let Some(previous) = committed_generated_at(committed) else { return true };
+    let Some(previous) = committed_generated_at(committed) else {
+        return true;
+    };
     let mut candidate = fresh.clone();
     candidate.generated_at = previous;
     candidate.to_json_pretty() != committed
@@ -207,12 +250,16 @@ pub fn write(root: &Path, config: &GenerateConfig, generated: &Generated) -> Res
     for (relative, bytes) in &generated.packages {
         let path = root.join(relative);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| GenerateError::Io { path: parent.to_owned(), source })?;
+            std::fs::create_dir_all(parent).map_err(|source| GenerateError::Io {
+                path: parent.to_owned(),
+                source,
+            })?;
         }
         std::fs::write(&path, bytes).map_err(|source| GenerateError::Io { path, source })?;
     }
     let path = root.join(&config.output);
-    std::fs::write(&path, generated.manifest.to_json_pretty()).map_err(|source| GenerateError::Io { path, source })
+    std::fs::write(&path, generated.manifest.to_json_pretty())
+        .map_err(|source| GenerateError::Io { path, source })
 }
 
 /// The packages whose file under `root` differs from the fresh build (missing files included).

@@ -25,14 +25,21 @@ pub fn pack_skill(folder: &Path, name: &str) -> Result<Vec<u8>, GenerateError> {
     files.sort();
     let mut writer = ZipWriter::new(Cursor::new(Vec::new()));
     for (relative, path) in files {
-        let bytes = std::fs::read(&path).map_err(|source| GenerateError::Io { path: path.clone(), source })?;
+        let bytes = std::fs::read(&path).map_err(|source| GenerateError::Io {
+            path: path.clone(),
+            source,
+        })?;
         let options = SimpleFileOptions::default()
             .compression_method(CompressionMethod::Deflated)
             .last_modified_time(DateTime::default())
             .unix_permissions(if is_executable(&path) { 0o755 } else { 0o644 });
         let entry = format!("{name}/{relative}");
-        writer.start_file(entry.as_str(), options).map_err(|e| GenerateError::Zip(e.to_string()))?;
-        writer.write_all(&bytes).map_err(|source| GenerateError::Io { path, source })?;
+        writer
+            .start_file(entry.as_str(), options)
+            .map_err(|e| GenerateError::Zip(e.to_string()))?;
+        writer
+            .write_all(&bytes)
+            .map_err(|source| GenerateError::Io { path, source })?;
     }
     let cursor = writer.finish().map_err(|e| GenerateError::Zip(e.to_string()))?;
     Ok(cursor.into_inner())
@@ -40,7 +47,10 @@ pub fn pack_skill(folder: &Path, name: &str) -> Result<Vec<u8>, GenerateError> {
 
 /// Every regular file under `dir` as (path relative to `base` with `/`, full path).
 fn collect(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> Result<(), GenerateError> {
-    let io = |source| GenerateError::Io { path: dir.to_owned(), source };
+    let io = |source| GenerateError::Io {
+        path: dir.to_owned(),
+        source,
+    };
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let path = entry.path();
@@ -50,7 +60,10 @@ fn collect(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> Resul
             .ok()
             .and_then(|p| p.to_str())
             .map(|p| p.replace(std::path::MAIN_SEPARATOR, "/"))
-            .ok_or_else(|| GenerateError::Skill { path: path.clone(), message: "the file name is not UTF-8".to_owned() })?;
+            .ok_or_else(|| GenerateError::Skill {
+                path: path.clone(),
+                message: "the file name is not UTF-8".to_owned(),
+            })?;
         if is_junk(&relative) {
             continue;
         }

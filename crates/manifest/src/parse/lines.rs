@@ -19,7 +19,12 @@ impl LineIndex {
     /// Index `text`. A line ends after `\n`; a `\r` before it belongs to the line.
     pub fn new(text: &str) -> Self {
         let mut starts = vec![0];
-        starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
         Self { starts }
     }
 
@@ -27,10 +32,16 @@ impl LineIndex {
     /// character boundary before them.
     pub fn locate(&self, text: &str, offset: usize) -> LineCol {
         let offset = floor_char_boundary(text, offset.min(text.len()));
-        let line_index = self.starts.partition_point(|&start| start <= offset).saturating_sub(1);
+        let line_index = self
+            .starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1);
         let line_start = self.starts.get(line_index).copied().unwrap_or(0);
         let column = text.get(line_start..offset).map_or(0, |s| s.chars().count()) + 1;
-        LineCol { line: line_index + 1, column }
+        LineCol {
+            line: line_index + 1,
+            column,
+        }
     }
 
     /// The text of 1-based `line` without its line ending.
@@ -38,8 +49,13 @@ impl LineIndex {
         let Some(&start) = line.checked_sub(1).and_then(|i| self.starts.get(i)) else {
             return "";
         };
-        let end = self.starts.get(line).map_or(text.len(), |&next| next.saturating_sub(1));
-        text.get(start..end.max(start)).unwrap_or("").trim_end_matches('\r')
+        let end = self
+            .starts
+            .get(line)
+            .map_or(text.len(), |&next| next.saturating_sub(1));
+        text.get(start..end.max(start))
+            .unwrap_or("")
+            .trim_end_matches('\r')
     }
 
     /// How many lines the text has.

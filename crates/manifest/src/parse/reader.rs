@@ -24,9 +24,18 @@ pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
         ));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        error(SyntaxErrorKind::Utf8, e.valid_up_to(), "invalid UTF-8 byte sequence; the manifest must be UTF-8")
+        error(
+            SyntaxErrorKind::Utf8,
+            e.valid_up_to(),
+            "invalid UTF-8 byte sequence; the manifest must be UTF-8",
+        )
     })?;
-    let mut reader = Reader { text, bytes, pos: 0, depth: 0 };
+    let mut reader = Reader {
+        text,
+        bytes,
+        pos: 0,
+        depth: 0,
+    };
     reader.skip_ws()?;
     let node = reader.value()?;
     reader.skip_ws()?;
@@ -37,7 +46,11 @@ pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
 }
 
 fn error(kind: SyntaxErrorKind, offset: usize, message: &str) -> SyntaxError {
-    SyntaxError { kind, offset, message: message.to_owned() }
+    SyntaxError {
+        kind,
+        offset,
+        message: message.to_owned(),
+    }
 }
 
 struct Reader<'a> {
@@ -56,10 +69,16 @@ impl Reader<'_> {
     fn unexpected(&self, expected: &str) -> SyntaxError {
         let message = match self.text.get(self.pos..).and_then(|rest| rest.chars().next()) {
             None => format!("unexpected end of input; expected {expected}"),
-            Some(c) if c.is_control() => format!("unexpected character `{}`; expected {expected}", c.escape_debug()),
+            Some(c) if c.is_control() => {
+                format!("unexpected character `{}`; expected {expected}", c.escape_debug())
+            }
             Some(c) => format!("unexpected character `{c}`; expected {expected}"),
         };
-        SyntaxError { kind: SyntaxErrorKind::Grammar, offset: self.pos, message }
+        SyntaxError {
+            kind: SyntaxErrorKind::Grammar,
+            offset: self.pos,
+            message,
+        }
     }
 
     /// Skip whitespace; a `/` here starts a comment, which JSON does not have.
@@ -92,10 +111,16 @@ impl Reader<'_> {
             Some(b'n') => self.literal("null", NodeValue::Null)?,
             _ => return Err(self.unexpected("a JSON value")),
         };
-        Ok(Node { span: Span::new(start, self.pos), value })
+        Ok(Node {
+            span: Span::new(start, self.pos),
+            value,
+        })
     }
 
-    fn nested(&mut self, inner: fn(&mut Self) -> Result<NodeValue, SyntaxError>) -> Result<NodeValue, SyntaxError> {
+    fn nested(
+        &mut self,
+        inner: fn(&mut Self) -> Result<NodeValue, SyntaxError>,
+    ) -> Result<NodeValue, SyntaxError> {
         if self.depth >= MAX_DEPTH {
             return Err(error(
                 SyntaxErrorKind::Depth,
@@ -116,7 +141,10 @@ impl Reader<'_> {
             }
             self.pos += 1;
         }
-        if self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if self
+            .peek()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
             return Err(self.unexpected(&format!("a delimiter after `{word}`")));
         }
         Ok(value)
@@ -313,7 +341,11 @@ impl Reader<'_> {
 
     fn unicode_escape(&mut self, backslash: usize) -> Result<char, SyntaxError> {
         let lone = |offset| {
-            error(SyntaxErrorKind::Grammar, offset, "lone UTF-16 surrogate in a \\u escape; it is not a character")
+            error(
+                SyntaxErrorKind::Grammar,
+                offset,
+                "lone UTF-16 surrogate in a \\u escape; it is not a character",
+            )
         };
         let first = self.hex4()?;
         let code = match first {

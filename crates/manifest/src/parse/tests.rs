@@ -72,7 +72,10 @@ fn syntax_errors_point_at_the_offending_character() {
     assert_eq!(err("\"é\u{1}\"").1, lc(1, 3));
     assert_eq!(err("").2, "unexpected end of input; expected a JSON value");
     assert_eq!(err("[\"\\ud800\"]").1, lc(1, 3));
-    assert_eq!(err("{'a': 1}").2, "unexpected character `'`; expected a string key in double quotes");
+    assert_eq!(
+        err("{'a': 1}").2,
+        "unexpected character `'`; expected a string key in double quotes"
+    );
 }
 
 #[test]

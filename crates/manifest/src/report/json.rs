@@ -77,7 +77,10 @@ pub fn build(reports: &[FileReport]) -> JsonReport<'_> {
     let count = |s| reports.iter().map(|r| r.count(s)).sum();
     JsonReport {
         format_version: JSON_FORMAT_VERSION,
-        tool: Tool { name: TOOL_NAME, version: TOOL_VERSION },
+        tool: Tool {
+            name: TOOL_NAME,
+            version: TOOL_VERSION,
+        },
         summary: JsonSummary {
             files: reports.len(),
             errors: count(Severity::Error),

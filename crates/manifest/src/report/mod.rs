@@ -40,5 +40,9 @@ pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `1 error` / `2 errors`.
 pub(crate) fn plural(count: usize, word: &str) -> String {
-    if count == 1 { format!("{count} {word}") } else { format!("{count} {word}s") }
+    if count == 1 {
+        format!("{count} {word}")
+    } else {
+        format!("{count} {word}s")
+    }
 }

@@ -114,16 +114,25 @@ fn uri(path: &str) -> String {
 }
 
 pub(super) fn render(reports: &[FileReport]) -> String {
-    let mut used: Vec<Rule> = reports.iter().flat_map(|r| r.findings.iter().map(|f| f.rule)).collect();
+    let mut used: Vec<Rule> = reports
+        .iter()
+        .flat_map(|r| r.findings.iter().map(|f| f.rule))
+        .collect();
     used.sort();
     used.dedup();
     let rules = used
         .iter()
         .map(|rule| RuleDescriptor {
             id: rule.id(),
-            short_description: Text { text: rule.summary().to_owned() },
-            help: Text { text: rule.hint().to_owned() },
-            default_configuration: Configuration { level: level(rule.severity()) },
+            short_description: Text {
+                text: rule.summary().to_owned(),
+            },
+            help: Text {
+                text: rule.hint().to_owned(),
+            },
+            default_configuration: Configuration {
+                level: level(rule.severity()),
+            },
         })
         .collect();
     let results = reports
@@ -146,7 +155,9 @@ pub(super) fn render(reports: &[FileReport]) -> String {
                     message: Text { text },
                     locations: vec![Location {
                         physical_location: PhysicalLocation {
-                            artifact_location: ArtifactLocation { uri: uri(&report.file) },
+                            artifact_location: ArtifactLocation {
+                                uri: uri(&report.file),
+                            },
                             region: Region {
                                 start_line: f.start.line,
                                 start_column: f.start.column,
@@ -154,7 +165,10 @@ pub(super) fn render(reports: &[FileReport]) -> String {
                                 end_column: f.end.column,
                             },
                         },
-                        logical_locations: vec![LogicalLocation { fully_qualified_name: &f.pointer, kind: "member" }],
+                        logical_locations: vec![LogicalLocation {
+                            fully_qualified_name: &f.pointer,
+                            kind: "member",
+                        }],
                     }],
                 }
             })
@@ -165,7 +179,12 @@ pub(super) fn render(reports: &[FileReport]) -> String {
         version: "2.1.0",
         runs: vec![Run {
             tool: ToolEntry {
-                driver: Driver { name: TOOL_NAME, version: TOOL_VERSION, semantic_version: TOOL_VERSION, rules },
+                driver: Driver {
+                    name: TOOL_NAME,
+                    version: TOOL_VERSION,
+                    semantic_version: TOOL_VERSION,
+                    rules,
+                },
             },
             column_kind: "unicodeCodePoints",
             results,

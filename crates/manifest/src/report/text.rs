@@ -36,8 +36,16 @@ fn finding_block(out: &mut String, report: &FileReport, f: &Finding) {
     let line_no = f.start.line.to_string();
     let pad = " ".repeat(line_no.len());
     let _ = writeln!(out, "{}[{}]: {}", f.severity.as_str(), f.rule.id(), f.message);
-    let pointer = if f.pointer.is_empty() { "(document)" } else { f.pointer.as_str() };
-    let _ = writeln!(out, "{pad}--> {}:{}:{} at {pointer}", report.file, f.start.line, f.start.column);
+    let pointer = if f.pointer.is_empty() {
+        "(document)"
+    } else {
+        f.pointer.as_str()
+    };
+    let _ = writeln!(
+        out,
+        "{pad}--> {}:{}:{} at {pointer}",
+        report.file, f.start.line, f.start.column
+    );
     let _ = writeln!(out, "{pad} |");
     let line = report.lines.line_text(&report.source, f.start.line);
     let (shown, caret_at, caret_len) = window(line, f);
@@ -57,7 +65,11 @@ fn finding_block(out: &mut String, report: &FileReport, f: &Finding) {
 fn window(line: &str, f: &Finding) -> (String, usize, usize) {
     let chars: Vec<char> = line.chars().map(|c| if c == '\t' { ' ' } else { c }).collect();
     let start = f.start.column.saturating_sub(1).min(chars.len());
-    let end = if f.end.line == f.start.line { f.end.column.saturating_sub(1) } else { chars.len() };
+    let end = if f.end.line == f.start.line {
+        f.end.column.saturating_sub(1)
+    } else {
+        chars.len()
+    };
     let end = end.clamp(start, chars.len());
     let (from, to) = if chars.len() <= WINDOW {
         (0, chars.len())

@@ -5,19 +5,23 @@ use std::collections::HashMap;
 use super::lists::{blank, string_list};
 use super::skills::unique;
 use super::text::{is_language_tag, parse_url, slug_problem, suggest_slug};
-use super::{Obj, Rule, entries};
+use super::{Doc, Rule};
 use crate::finding::{Sink, quote};
-use crate::parse::Node;
 
-pub(crate) fn check(root: &Node, sink: &mut Sink) {
-    let mut ids: HashMap<String, (String, usize)> = HashMap::new();
-    let mut paths: HashMap<String, (String, usize)> = HashMap::new();
-    for (ptr, node) in entries(root, "apis") {
-        let api = Obj { node, ptr: &ptr };
+pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
+    let mut ids = HashMap::new();
+    let mut paths = HashMap::new();
+    for entry in &doc.apis {
+        let api = entry.obj();
         if let Some(id) = api.str("id") {
             if let Some(why) = slug_problem(id.text) {
                 let draft = sink
-                    .add(Rule::ApiId, &id.ptr, id.span(), format!("API id {} is not a slug: {why}", quote(id.text)))
+                    .add(
+                        Rule::ApiId,
+                        &id.ptr(),
+                        id.span(),
+                        format!("API id {} is not a slug: {why}", quote(id.text)),
+                    )
                     .expected("1-64 of a-z, 0-9 and single inner hyphens")
                     .found(quote(id.text));
                 let suggestion = suggest_slug(id.text);
@@ -37,7 +41,7 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
                 let draft = sink
                     .add(
                         Rule::ApiLanguage,
-                        &language.ptr,
+                        &language.ptr(),
                         language.span(),
                         format!("language {} is not a BCP 47 tag", quote(language.text)),
                     )
@@ -45,15 +49,23 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
                     .found(quote(language.text));
                 let fixed = language.text.replace('_', "-");
                 if fixed != language.text && is_language_tag(&fixed) {
-                    draft.hint(format!("BCP 47 separates subtags with `-`: write {}.", quote(&fixed)));
+                    draft.hint(format!(
+                        "BCP 47 separates subtags with `-`: write {}.",
+                        quote(&fixed)
+                    ));
                 }
             }
         }
         if let Some(path) = api.str("path") {
             if !path.text.ends_with(".md") {
-                sink.add(Rule::ApiPathExt, &path.ptr, path.span(), "the API document is not a .md file")
-                    .expected("a path ending in .md")
-                    .found(quote(path.text));
+                sink.add(
+                    Rule::ApiPathExt,
+                    &path.ptr(),
+                    path.span(),
+                    "the API document is not a .md file",
+                )
+                .expected("a path ending in .md")
+                .found(quote(path.text));
             }
             unique(&path, &mut paths, Rule::ApiDupPath, "API path", sink);
         }
@@ -62,14 +74,19 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
             match parse_url(url.text) {
                 Ok(parts) if parts.scheme == "https" => {}
                 Ok(parts) if parts.scheme == "http" => {
-                    sink.add(Rule::ApiSourceHttp, &url.ptr, url.span(), "the source URL uses plain http")
-                        .expected("https://...")
-                        .found(quote(url.text));
+                    sink.add(
+                        Rule::ApiSourceHttp,
+                        &url.ptr(),
+                        url.span(),
+                        "the source URL uses plain http",
+                    )
+                    .expected("https://...")
+                    .found(quote(url.text));
                 }
                 Ok(parts) => {
                     sink.add(
                         Rule::ApiSourceUrl,
-                        &url.ptr,
+                        &url.ptr(),
                         url.span(),
                         format!("the source URL has the scheme `{}`", parts.scheme),
                     )
@@ -77,9 +94,14 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
                     .found(quote(url.text));
                 }
                 Err(why) => {
-                    sink.add(Rule::ApiSourceUrl, &url.ptr, url.span(), format!("the source URL is not usable: {why}"))
-                        .expected("an absolute http(s) URL")
-                        .found(quote(url.text));
+                    sink.add(
+                        Rule::ApiSourceUrl,
+                        &url.ptr(),
+                        url.span(),
+                        format!("the source URL is not usable: {why}"),
+                    )
+                    .expected("an absolute http(s) URL")
+                    .found(quote(url.text));
                 }
             }
         }

@@ -1,39 +1,93 @@
 //! Duplicate object keys (`R-JSON-DUP-KEY`), found on the span tree because `serde_json` drops them.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use super::{Rule, child};
 use crate::finding::{Sink, quote};
-use crate::parse::{Node, NodeValue};
+use crate::parse::{Member, Node, NodeValue, escape_token};
+
+/// One step of the path from the root to a value.
+#[derive(Debug, Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
 
 /// Report every key that repeats an earlier key of the same object, anywhere in the document.
-pub(crate) fn duplicate_keys(node: &Node, ptr: &str, sink: &mut Sink) {
+pub(crate) fn duplicate_keys(root: &Node, sink: &mut Sink) {
+    let mut path = Vec::new();
+    walk(root, &mut path, sink);
+}
+
+fn pointer(path: &[Step<'_>]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Key(key) => {
+                out.push('/');
+                out.push_str(&escape_token(key));
+            }
+            Step::Index(i) => out.push_str(&format!("/{i}")),
+        }
+    }
+    out
+}
+
+fn walk<'a>(node: &'a Node, path: &mut Vec<Step<'a>>, sink: &mut Sink) {
     match &node.value {
         NodeValue::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                duplicate_keys(item, &format!("{ptr}/{i}"), sink);
+                path.push(Step::Index(i));
+                walk(item, path, sink);
+                path.pop();
             }
         }
         NodeValue::Object(members) => {
-            let mut first_seen: HashMap<&str, usize> = HashMap::with_capacity(members.len());
-            for (index, member) in members.iter().enumerate() {
-                let member_ptr = child(ptr, &member.key);
-                if let Some(&first) = first_seen.get(member.key.as_str()) {
-                    let first_at = members.get(first).map(|m| sink.place(m.key_span.start)).unwrap_or_default();
-                    sink.add(
-                        Rule::JsonDupKey,
-                        &member_ptr,
-                        member.key_span,
-                        format!("key {} appears more than once in this object", quote(&member.key)),
-                    )
-                    .found(format!("second occurrence; the first is at {first_at}"))
-                    .hint("Keep one of the members; most JSON parsers silently use the last one.");
-                } else {
-                    first_seen.insert(&member.key, index);
-                }
-                duplicate_keys(&member.value, &member_ptr, sink);
+            report_repeats(members, path, sink);
+            for member in members {
+                path.push(Step::Key(&member.key));
+                walk(&member.value, path, sink);
+                path.pop();
             }
         }
         _ => {}
+    }
+}
+
+fn report_repeats(members: &[Member], path: &[Step<'_>], sink: &mut Sink) {
+    // Small objects (all of a manifest's) are compared pairwise; large ones through a set.
+    let repeated: Vec<(usize, usize)> = if members.len() <= 16 {
+        (1..members.len())
+            .filter_map(|i| {
+                let key = &members.get(i)?.key;
+                (0..i)
+                    .find(|&j| members.get(j).is_some_and(|m| &m.key == key))
+                    .map(|j| (j, i))
+            })
+            .collect()
+    } else {
+        let mut seen = HashSet::with_capacity(members.len());
+        let mut repeated = Vec::new();
+        for (i, member) in members.iter().enumerate() {
+            if !seen.insert(member.key.as_str()) {
+                let first = members.iter().position(|m| m.key == member.key).unwrap_or(i);
+                repeated.push((first, i));
+            }
+        }
+        repeated
+    };
+    for (first, second) in repeated {
+        let (Some(first), Some(second)) = (members.get(first), members.get(second)) else {
+            continue;
+        };
+        let first_at = sink.place(first.key_span.start);
+        sink.add(
+            Rule::JsonDupKey,
+            &child(&pointer(path), &second.key),
+            second.key_span,
+            format!("key {} appears more than once in this object", quote(&second.key)),
+        )
+        .found(format!("second occurrence; the first is at {first_at}"))
+        .hint("Keep one of the members; most JSON parsers silently use the last one.");
     }
 }

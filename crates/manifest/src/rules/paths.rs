@@ -1,33 +1,36 @@
 //! Path rules for `skills[].path`, `skills[].package` and `apis[].path`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use unicode_normalization::{UnicodeNormalization, is_nfc};
 
-use super::{Field, Obj, Rule, entries};
+use super::{Doc, Field, Rule};
 use crate::finding::{Sink, quote};
-use crate::parse::Node;
 
 /// The path fields of a manifest, in document order.
-pub(crate) fn path_fields(root: &Node) -> Vec<Field<'_>> {
+pub(crate) fn path_fields<'a, 'p>(doc: &'p Doc<'a>) -> Vec<Field<'a, 'p>> {
     let mut fields = Vec::new();
-    for (array, keys) in [("skills", &["path", "package"][..]), ("apis", &["path"][..])] {
-        for (ptr, node) in entries(root, array) {
-            // `ptr` is owned here; the fields copy what they need.
-            let obj = Obj { node, ptr: &ptr };
-            fields.extend(keys.iter().filter_map(|key| obj.str(key)));
-        }
+    for entry in &doc.skills {
+        fields.extend(
+            ["path", "package"]
+                .into_iter()
+                .filter_map(|key| entry.obj().str(key)),
+        );
     }
+    fields.extend(doc.apis.iter().filter_map(|entry| entry.obj().str("path")));
     fields
 }
 
 /// Why `path` is not a safe relative path, as the rule and a reason; the most serious problem only.
 pub fn path_problem(path: &str) -> Option<(Rule, String)> {
     let bytes = path.as_bytes();
-    let drive = bytes.len() >= 2 && bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':');
+    let drive =
+        bytes.len() >= 2 && bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':');
     let scheme = path.split_once("://").is_some_and(|(s, _)| {
         s.starts_with(|c: char| c.is_ascii_alphabetic())
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
     });
     if path.starts_with('/') || path.starts_with('\\') || drive || scheme {
         let what = if scheme {
@@ -40,17 +43,26 @@ pub fn path_problem(path: &str) -> Option<(Rule, String)> {
         return Some((Rule::PathAbsolute, format!("the path is absolute: {what}")));
     }
     if path.contains('\\') {
-        return Some((Rule::PathBackslash, "the path uses `\\` as a separator".to_owned()));
+        return Some((
+            Rule::PathBackslash,
+            "the path uses `\\` as a separator".to_owned(),
+        ));
     }
     let segments: Vec<&str> = path.split('/').collect();
     if segments.contains(&"..") {
-        return Some((Rule::PathParent, "the path has a `..` segment and may leave the repository".to_owned()));
+        return Some((
+            Rule::PathParent,
+            "the path has a `..` segment and may leave the repository".to_owned(),
+        ));
     }
     if !is_nfc(path) {
         return Some((Rule::PathNfc, "the path is not in Unicode NFC form".to_owned()));
     }
     if segments.iter().any(|s| s.is_empty() || *s == ".") {
-        return Some((Rule::PathDotSegment, "the path has an empty or `.` segment".to_owned()));
+        return Some((
+            Rule::PathDotSegment,
+            "the path has an empty or `.` segment".to_owned(),
+        ));
     }
     None
 }
@@ -58,16 +70,22 @@ pub fn path_problem(path: &str) -> Option<(Rule, String)> {
 /// The cleaned form of a path for a hint: `/` separators, no empty or `.` segments, NFC.
 fn cleaned(path: &str) -> String {
     let nfc: String = path.nfc().collect();
-    nfc.replace('\\', "/").split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/")
+    nfc.replace('\\', "/")
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
-pub(crate) fn check(root: &Node, sink: &mut Sink) {
-    let fields = path_fields(root);
-    let mut lower_to_exact: HashMap<String, (String, &str, usize)> = HashMap::new();
+pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
+    let fields = path_fields(doc);
+    let mut seen = HashMap::new();
     for field in &fields {
         if let Some((rule, message)) = path_problem(field.text) {
-            let draft = sink.add(rule, &field.ptr, field.span(), message);
-            draft.expected("a relative path with `/` separators, e.g. skills/pdf-tools").found(quote(field.text));
+            let draft = sink.add(rule, &field.ptr(), field.span(), message);
+            draft
+                .expected("a relative path with `/` separators, e.g. skills/pdf-tools")
+                .found(quote(field.text));
             if matches!(rule, Rule::PathBackslash | Rule::PathNfc | Rule::PathDotSegment) {
                 draft.hint(format!("Write {}.", quote(&cleaned(field.text))));
             }
@@ -75,25 +93,37 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
                 continue;
             }
         }
-        case_collision(field, &mut lower_to_exact, sink);
+        case_collision(field, &mut seen, sink);
     }
 }
 
 /// `R-PATH-CASE`: compare the path and each of its parent folders with all earlier ones, ignoring case.
-fn case_collision<'a>(field: &'a Field<'_>, seen: &mut HashMap<String, (String, &'a str, usize)>, sink: &mut Sink) {
+/// `seen` maps the lowercase form of each folder or file seen so far to its first spelling and field.
+fn case_collision<'a, 'p>(
+    field: &Field<'a, 'p>,
+    seen: &mut HashMap<Cow<'a, str>, (&'a str, Field<'a, 'p>)>,
+    sink: &mut Sink,
+) {
     let path = field.text.trim_end_matches('/');
-    let ends = path.match_indices('/').map(|(i, _)| i).chain(std::iter::once(path.len()));
+    let ends = path
+        .match_indices('/')
+        .map(|(i, _)| i)
+        .chain(std::iter::once(path.len()));
     for end in ends {
         let Some(prefix) = path.get(..end) else { continue };
-        let key = prefix.to_lowercase();
+        let key = if prefix.chars().any(char::is_uppercase) {
+            Cow::Owned(prefix.to_lowercase())
+        } else {
+            Cow::Borrowed(prefix)
+        };
         match seen.get(&key) {
-            Some((exact, other_ptr, offset)) if exact != prefix => {
-                let place = sink.place(*offset);
+            Some((exact, first)) if *exact != prefix => {
+                let (exact, first_ptr, place) = (*exact, first.ptr(), sink.place(first.span().start));
                 sink.add(
                     Rule::PathCase,
-                    &field.ptr,
+                    &field.ptr(),
                     field.span(),
-                    format!("`{prefix}` differs only in letter case from `{exact}` ({other_ptr}, {place})"),
+                    format!("`{prefix}` differs only in letter case from `{exact}` ({first_ptr}, {place})"),
                 )
                 .expected(format!("`{exact}`, or a name that differs in more than case"))
                 .found(quote(field.text));
@@ -101,7 +131,7 @@ fn case_collision<'a>(field: &'a Field<'_>, seen: &mut HashMap<String, (String, 
             }
             Some(_) => {}
             None => {
-                seen.insert(key, (prefix.to_owned(), &field.ptr, field.span().start));
+                seen.insert(key, (prefix, *field));
             }
         }
     }

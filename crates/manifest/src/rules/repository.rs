@@ -5,7 +5,9 @@ use super::{Field, Obj, Rule, lists::blank};
 use crate::finding::{Sink, quote};
 
 pub(crate) fn check(top: Obj<'_, '_>, sink: &mut Sink) {
-    let Some(repo) = top.node.get("repository") else { return };
+    let Some(repo) = top.node.get("repository") else {
+        return;
+    };
     let ptr = "/repository";
     let Some(repo) = Obj::new(repo, ptr) else { return };
     let name = repo.str("name");
@@ -18,9 +20,12 @@ pub(crate) fn check(top: Obj<'_, '_>, sink: &mut Sink) {
             if !repo_part.eq_ignore_ascii_case(name.text) && !name.text.trim().is_empty() {
                 sink.add(
                     Rule::RepoName,
-                    &name.ptr,
+                    &name.ptr(),
                     name.span(),
-                    format!("repository.name {} differs from the repository in git_url", quote(name.text)),
+                    format!(
+                        "repository.name {} differs from the repository in git_url",
+                        quote(name.text)
+                    ),
                 )
                 .expected(quote(repo_part))
                 .found(quote(name.text));
@@ -30,16 +35,24 @@ pub(crate) fn check(top: Obj<'_, '_>, sink: &mut Sink) {
     let raw_path = repo.str("raw_base_url").and_then(|raw| raw_base_url(&raw, sink));
     if let Some(branch) = repo.str("branch") {
         if let Some(why) = git_ref_problem(branch.text) {
-            sink.add(Rule::RepoBranch, &branch.ptr, branch.span(), format!("branch is not a valid git ref name: {why}"))
-                .found(quote(branch.text));
+            sink.add(
+                Rule::RepoBranch,
+                &branch.ptr(),
+                branch.span(),
+                format!("branch is not a valid git ref name: {why}"),
+            )
+            .found(quote(branch.text));
         } else if let Some(path) = raw_path {
             let path = format!("{}/", path.trim_end_matches('/'));
             if !path.contains(&format!("/{}/", branch.text)) {
                 sink.add(
                     Rule::RepoBranchUrl,
-                    &branch.ptr,
+                    &branch.ptr(),
                     branch.span(),
-                    format!("branch {} is not a path segment of raw_base_url", quote(branch.text)),
+                    format!(
+                        "branch {} is not a path segment of raw_base_url",
+                        quote(branch.text)
+                    ),
                 )
                 .expected(format!("raw_base_url with the segment /{}", branch.text))
                 .found(path.trim_end_matches('/').to_owned());
@@ -49,7 +62,7 @@ pub(crate) fn check(top: Obj<'_, '_>, sink: &mut Sink) {
 }
 
 /// Check `git_url`; return the repository part (last path segment without `.git`) when it is usable.
-fn git_url_repo<'a>(field: &Field<'a>, sink: &mut Sink) -> Option<&'a str> {
+fn git_url_repo<'a>(field: &Field<'a, '_>, sink: &mut Sink) -> Option<&'a str> {
     let text = field.text;
     let path = if let Some(path) = scp_like_path(text) {
         path
@@ -57,22 +70,37 @@ fn git_url_repo<'a>(field: &Field<'a>, sink: &mut Sink) -> Option<&'a str> {
         match parse_url(text) {
             Ok(url) if matches!(url.scheme.as_str(), "https" | "ssh" | "http" | "git+ssh") => {
                 if url.scheme == "http" {
-                    sink.add(Rule::RepoGitUrlHttp, &field.ptr, field.span(), "git_url uses plain http")
-                        .expected("https://...")
-                        .found(quote(text));
+                    sink.add(
+                        Rule::RepoGitUrlHttp,
+                        &field.ptr(),
+                        field.span(),
+                        "git_url uses plain http",
+                    )
+                    .expected("https://...")
+                    .found(quote(text));
                 }
                 url.path
             }
             Ok(url) => {
-                sink.add(Rule::RepoGitUrl, &field.ptr, field.span(), format!("git_url has the scheme `{}`", url.scheme))
-                    .expected("https://host/owner/repo.git, ssh://... or git@host:owner/repo.git")
-                    .found(quote(text));
+                sink.add(
+                    Rule::RepoGitUrl,
+                    &field.ptr(),
+                    field.span(),
+                    format!("git_url has the scheme `{}`", url.scheme),
+                )
+                .expected("https://host/owner/repo.git, ssh://... or git@host:owner/repo.git")
+                .found(quote(text));
                 return None;
             }
             Err(why) => {
-                sink.add(Rule::RepoGitUrl, &field.ptr, field.span(), format!("git_url is not a clone URL: {why}"))
-                    .expected("https://host/owner/repo.git, ssh://... or git@host:owner/repo.git")
-                    .found(quote(text));
+                sink.add(
+                    Rule::RepoGitUrl,
+                    &field.ptr(),
+                    field.span(),
+                    format!("git_url is not a clone URL: {why}"),
+                )
+                .expected("https://host/owner/repo.git, ssh://... or git@host:owner/repo.git")
+                .found(quote(text));
                 return None;
             }
         }
@@ -89,12 +117,16 @@ fn scp_like_path(text: &str) -> Option<&str> {
     }
     let (user_host, path) = text.split_once(':')?;
     let (user, host) = user_host.split_once('@')?;
-    let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    };
     (ok(user) && ok(host) && !path.is_empty() && !path.chars().any(char::is_whitespace)).then_some(path)
 }
 
 /// Check `raw_base_url`; return its path when it is usable.
-fn raw_base_url<'a>(field: &Field<'a>, sink: &mut Sink) -> Option<&'a str> {
+fn raw_base_url<'a>(field: &Field<'a, '_>, sink: &mut Sink) -> Option<&'a str> {
     let problem = match parse_url(field.text) {
         Err(why) => Some(why.to_owned()),
         Ok(url) if url.scheme != "https" => Some(format!("its scheme is `{}`, not https", url.scheme)),
@@ -104,9 +136,14 @@ fn raw_base_url<'a>(field: &Field<'a>, sink: &mut Sink) -> Option<&'a str> {
         Ok(url) => return Some(url.path),
     };
     if let Some(why) = problem {
-        sink.add(Rule::RepoRawBaseUrl, &field.ptr, field.span(), format!("raw_base_url is not usable: {why}"))
-            .expected("an absolute https URL without query, fragment or user info")
-            .found(quote(field.text));
+        sink.add(
+            Rule::RepoRawBaseUrl,
+            &field.ptr(),
+            field.span(),
+            format!("raw_base_url is not usable: {why}"),
+        )
+        .expected("an absolute https URL without query, fragment or user info")
+        .found(quote(field.text));
     }
     None
 }

@@ -29,32 +29,58 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
         Ok(v) => v,
         Err(why) => {
             // Only reachable if the embedded schema is broken; a unit test guards against that.
-            sink.add(Rule::SchemaConstraint, "", Span::new(0, 0), format!("the embedded schema does not compile: {why}"));
+            sink.add(
+                Rule::SchemaConstraint,
+                "",
+                Span::new(0, 0),
+                format!("the embedded schema does not compile: {why}"),
+            );
             return;
         }
     };
     let value = root.to_value();
+    if validator.is_valid(&value) {
+        return; // much faster than collecting errors; the common case
+    }
     for error in validator.iter_errors(&value) {
         let ptr = error.instance_path().as_str().to_owned();
         let node = root.pointer(&ptr).unwrap_or(root);
         let first_char = Span::new(node.span.start, node.span.start + 1);
         match error.kind() {
             ValidationErrorKind::Required { property } => {
-                let key = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
-                sink.add(Rule::SchemaRequired, &ptr, first_char, format!("missing required key `{key}`"))
-                    .expected(format!("the key `{key}`"));
+                let key = property
+                    .as_str()
+                    .map_or_else(|| property.to_string(), str::to_owned);
+                sink.add(
+                    Rule::SchemaRequired,
+                    &ptr,
+                    first_char,
+                    format!("missing required key `{key}`"),
+                )
+                .expected(format!("the key `{key}`"));
             }
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
                     TypeKind::Single(t) => t.to_string(),
-                    TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
+                    TypeKind::Multiple(set) => {
+                        set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or ")
+                    }
                 };
-                sink.add(Rule::SchemaType, &ptr, node.span, format!("the value is {} {}", article(node.type_name()), node.type_name()))
-                    .expected(expected)
-                    .found(node.type_name());
+                sink.add(
+                    Rule::SchemaType,
+                    &ptr,
+                    node.span,
+                    format!("the value is {} {}", article(node.type_name()), node.type_name()),
+                )
+                .expected(expected)
+                .found(node.type_name());
             }
             _ => {
-                let span = if node.as_object().is_some() || node.as_array().is_some() { first_char } else { node.span };
+                let span = if node.as_object().is_some() || node.as_array().is_some() {
+                    first_char
+                } else {
+                    node.span
+                };
                 sink.add(Rule::SchemaConstraint, &ptr, span, error.masked().to_string())
                     .found(error.schema_path().as_str().to_owned());
             }
@@ -63,7 +89,11 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
 }
 
 fn article(word: &str) -> &'static str {
-    if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
 }
 
 #[cfg(test)]

@@ -4,10 +4,10 @@ use std::collections::HashMap;
 
 use super::lists::{blank, string_list};
 use super::text::{rfc3339, slug_problem, suggest_slug};
-use super::{Field, Obj, Rule, entries};
+use super::{Doc, Field, Obj, Rule, child};
 use crate::finding::{Sink, quote};
 use crate::model::KNOWN_AGENTS;
-use crate::parse::{Node, NodeValue};
+use crate::parse::NodeValue;
 
 /// The largest integer JSON numbers carry exactly (2^53 - 1).
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -15,13 +15,13 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// Longest skill description agentskills allows, in characters.
 pub const MAX_DESCRIPTION: usize = 1024;
 
-pub(crate) fn check(root: &Node, top: Obj<'_, '_>, sink: &mut Sink) {
-    let generated_at = top.str("generated_at").and_then(|f| rfc3339(f.text).ok());
-    let mut names: HashMap<String, (String, usize)> = HashMap::new();
-    let mut packages: HashMap<String, (String, usize)> = HashMap::new();
-    let mut paths: HashMap<String, (String, usize)> = HashMap::new();
-    for (ptr, node) in entries(root, "skills") {
-        let skill = Obj { node, ptr: &ptr };
+pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
+    let generated_at = doc.top().str("generated_at").and_then(|f| rfc3339(f.text).ok());
+    let mut names = HashMap::new();
+    let mut packages = HashMap::new();
+    let mut paths = HashMap::new();
+    for entry in &doc.skills {
+        let skill = entry.obj();
         if let Some(name) = skill.str("name") {
             name_rules(&skill, &name, sink);
             unique(&name, &mut names, Rule::SkillDupName, "skill name", sink);
@@ -37,9 +37,14 @@ pub(crate) fn check(root: &Node, top: Obj<'_, '_>, sink: &mut Sink) {
         if let Some(description) = skill.str("description") {
             let length = description.text.chars().count();
             if length > MAX_DESCRIPTION {
-                sink.add(Rule::SkillDescLong, &description.ptr, description.span(), "the description is too long")
-                    .expected(format!("at most {MAX_DESCRIPTION} characters"))
-                    .found(format!("{length} characters"));
+                sink.add(
+                    Rule::SkillDescLong,
+                    &description.ptr(),
+                    description.span(),
+                    "the description is too long",
+                )
+                .expected(format!("at most {MAX_DESCRIPTION} characters"))
+                .found(format!("{length} characters"));
             }
         }
         if let Some(sha) = skill.str("sha256") {
@@ -47,9 +52,14 @@ pub(crate) fn check(root: &Node, top: Obj<'_, '_>, sink: &mut Sink) {
         }
         if let Some(package) = skill.str("package") {
             if !package.text.ends_with(".zip") {
-                sink.add(Rule::SkillPackageExt, &package.ptr, package.span(), "the package is not a .zip file")
-                    .expected("a path ending in .zip")
-                    .found(quote(package.text));
+                sink.add(
+                    Rule::SkillPackageExt,
+                    &package.ptr(),
+                    package.span(),
+                    "the package is not a .zip file",
+                )
+                .expected("a path ending in .zip")
+                .found(quote(package.text));
             }
             unique(&package, &mut packages, Rule::SkillDupPackage, "package", sink);
         }
@@ -61,22 +71,37 @@ pub(crate) fn check(root: &Node, top: Obj<'_, '_>, sink: &mut Sink) {
         string_list(skill, "api_docs", Rule::ListDup, sink);
         for agent in string_list(skill, "agents", Rule::ListDup, sink) {
             if !KNOWN_AGENTS.contains(&agent.text) {
-                sink.add(Rule::SkillAgentUnknown, &agent.ptr, agent.span(), format!("unknown agent {}", quote(agent.text)))
-                    .expected(format!("one of: {}", KNOWN_AGENTS.join(", ")))
-                    .found(quote(agent.text));
+                sink.add(
+                    Rule::SkillAgentUnknown,
+                    &agent.ptr(),
+                    agent.span(),
+                    format!("unknown agent {}", quote(agent.text)),
+                )
+                .expected(format!("one of: {}", KNOWN_AGENTS.join(", ")))
+                .found(quote(agent.text));
             }
         }
         if let Some(updated) = skill.str("updated_at") {
             match rfc3339(updated.text) {
                 Err(why) => {
-                    sink.add(Rule::SkillUpdatedAt, &updated.ptr, updated.span(), format!("updated_at is not RFC 3339: {why}"))
-                        .expected("RFC 3339 with offset, e.g. 2026-05-01T12:00:00Z")
-                        .found(quote(updated.text));
+                    sink.add(
+                        Rule::SkillUpdatedAt,
+                        &updated.ptr(),
+                        updated.span(),
+                        format!("updated_at is not RFC 3339: {why}"),
+                    )
+                    .expected("RFC 3339 with offset, e.g. 2026-05-01T12:00:00Z")
+                    .found(quote(updated.text));
                 }
                 Ok(time) if generated_at.is_some_and(|g| time > g) => {
-                    sink.add(Rule::SkillUpdatedAfter, &updated.ptr, updated.span(), "updated_at is later than generated_at")
-                        .expected("a time at or before generated_at")
-                        .found(quote(updated.text));
+                    sink.add(
+                        Rule::SkillUpdatedAfter,
+                        &updated.ptr(),
+                        updated.span(),
+                        "updated_at is later than generated_at",
+                    )
+                    .expected("a time at or before generated_at")
+                    .found(quote(updated.text));
                 }
                 Ok(_) => {}
             }
@@ -85,22 +110,38 @@ pub(crate) fn check(root: &Node, top: Obj<'_, '_>, sink: &mut Sink) {
 }
 
 /// Report `field` when an earlier field of the same kind had the same text.
-pub(crate) fn unique(field: &Field<'_>, seen: &mut HashMap<String, (String, usize)>, rule: Rule, what: &str, sink: &mut Sink) {
-    if let Some((first_ptr, first_offset)) = seen.get(field.text) {
-        let place = sink.place(*first_offset);
-        sink.add(rule, &field.ptr, field.span(), format!("{what} {} is used more than once", quote(field.text)))
-            .expected(format!("a {what} no other entry uses"))
-            .found(format!("also at {first_ptr} ({place})"));
+pub(crate) fn unique<'a, 'p>(
+    field: &Field<'a, 'p>,
+    seen: &mut HashMap<&'a str, Field<'a, 'p>>,
+    rule: Rule,
+    what: &str,
+    sink: &mut Sink,
+) {
+    if let Some(first) = seen.get(field.text) {
+        let (first_ptr, place) = (first.ptr(), sink.place(first.span().start));
+        sink.add(
+            rule,
+            &field.ptr(),
+            field.span(),
+            format!("{what} {} is used more than once", quote(field.text)),
+        )
+        .expected(format!("a {what} no other entry uses"))
+        .found(format!("also at {first_ptr} ({place})"));
     } else {
-        seen.insert(field.text.to_owned(), (field.ptr.clone(), field.span().start));
+        seen.insert(field.text, *field);
     }
 }
 
-fn name_rules(skill: &Obj<'_, '_>, name: &Field<'_>, sink: &mut Sink) {
+fn name_rules(skill: &Obj<'_, '_>, name: &Field<'_, '_>, sink: &mut Sink) {
     if let Some(why) = slug_problem(name.text) {
         let suggestion = suggest_slug(name.text);
         let draft = sink
-            .add(Rule::SkillName, &name.ptr, name.span(), format!("skill name {} is not valid: {why}", quote(name.text)))
+            .add(
+                Rule::SkillName,
+                &name.ptr(),
+                name.span(),
+                format!("skill name {} is not valid: {why}", quote(name.text)),
+            )
             .expected("1-64 of a-z, 0-9 and single inner hyphens")
             .found(quote(name.text));
         if !suggestion.is_empty() {
@@ -109,39 +150,57 @@ fn name_rules(skill: &Obj<'_, '_>, name: &Field<'_>, sink: &mut Sink) {
         return;
     }
     let Some(path) = skill.str("path") else { return };
-    let folder = path.text.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    let folder = path
+        .text
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
     if !folder.is_empty() && folder != name.text {
         sink.add(
             Rule::SkillFolderName,
-            &path.ptr,
+            &path.ptr(),
             path.span(),
-            format!("the skill folder `{folder}` differs from the skill name {}", quote(name.text)),
+            format!(
+                "the skill folder `{folder}` differs from the skill name {}",
+                quote(name.text)
+            ),
         )
         .expected(format!("a path ending in /{}", name.text))
         .found(quote(path.text));
     }
 }
 
-fn version_rule(version: &Field<'_>, sink: &mut Sink) {
+fn version_rule(version: &Field<'_, '_>, sink: &mut Sink) {
     let text = version.text;
-    let Err(error) = semver::Version::parse(text) else { return };
+    let Err(error) = semver::Version::parse(text) else {
+        return;
+    };
     let bare = text.strip_prefix(['v', 'V']).unwrap_or(text);
     let hint = if bare != text && semver::Version::parse(bare).is_ok() {
         format!("Drop the `v`: write {}.", quote(bare))
-    } else if !bare.is_empty() && bare.split('.').count() < 3 && bare.split('.').all(|p| p.parse::<u64>().is_ok()) {
+    } else if !bare.is_empty()
+        && bare.split('.').count() < 3
+        && bare.split('.').all(|p| p.parse::<u64>().is_ok())
+    {
         let mut parts: Vec<&str> = bare.split('.').collect();
         parts.resize(3, "0");
         format!("SemVer needs three numbers: write {}.", quote(&parts.join(".")))
     } else {
         "Write MAJOR.MINOR.PATCH, e.g. 1.0.0 (SemVer 2.0).".to_owned()
     };
-    sink.add(Rule::SkillVersion, &version.ptr, version.span(), format!("version {} is not SemVer 2.0: {error}", quote(text)))
-        .expected("MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]")
-        .found(quote(text))
-        .hint(hint);
+    sink.add(
+        Rule::SkillVersion,
+        &version.ptr(),
+        version.span(),
+        format!("version {} is not SemVer 2.0: {error}", quote(text)),
+    )
+    .expected("MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]")
+    .found(quote(text))
+    .hint(hint);
 }
 
-fn sha256_rule(sha: &Field<'_>, sink: &mut Sink) {
+fn sha256_rule(sha: &Field<'_, '_>, sink: &mut Sink) {
     let text = sha.text;
     let is_hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
     if is_hex64(text) && !text.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -157,27 +216,41 @@ fn sha256_rule(sha: &Field<'_>, sink: &mut Sink) {
             ),
         )
     } else if is_hex64(text) {
-        ("sha256 has uppercase hex digits".to_owned(), format!("Lowercase it: {}.", quote(&text.to_ascii_lowercase())))
+        (
+            "sha256 has uppercase hex digits".to_owned(),
+            format!("Lowercase it: {}.", quote(&text.to_ascii_lowercase())),
+        )
     } else {
         (
-            format!("sha256 is not 64 hex digits ({} characters)", text.chars().count()),
-            "Write the SHA-256 of the package file as 64 lowercase hex digits (e.g. `sha256sum FILE`).".to_owned(),
+            format!(
+                "sha256 is not 64 hex digits ({} characters)",
+                text.chars().count()
+            ),
+            "Write the SHA-256 of the package file as 64 lowercase hex digits (e.g. `sha256sum FILE`)."
+                .to_owned(),
         )
     };
-    sink.add(Rule::SkillSha256, &sha.ptr, sha.span(), message)
+    sink.add(Rule::SkillSha256, &sha.ptr(), sha.span(), message)
         .expected("64 lowercase hex digits")
         .found(quote(text))
         .hint(hint);
 }
 
 fn size_rule(skill: &Obj<'_, '_>, sink: &mut Sink) {
-    let Some((node, ptr)) = skill.get("size_bytes") else {
+    let Some(node) = skill.get("size_bytes") else {
         let span = skill.node.span;
-        sink.add(Rule::SkillSizeMissing, skill.ptr, crate::parse::Span::new(span.start, span.start + 1), "this skill has no size_bytes")
-            .expected("size_bytes: the package file's length in bytes");
+        sink.add(
+            Rule::SkillSizeMissing,
+            skill.ptr,
+            crate::parse::Span::new(span.start, span.start + 1),
+            "this skill has no size_bytes",
+        )
+        .expected("size_bytes: the package file's length in bytes");
         return;
     };
-    let NodeValue::Number(raw) = &node.value else { return };
+    let NodeValue::Number(raw) = &node.value else {
+        return;
+    };
     let digits = raw.bytes().all(|b| b.is_ascii_digit());
     let problem = if raw.starts_with('-') {
         Some("it is negative")
@@ -190,7 +263,12 @@ fn size_rule(skill: &Obj<'_, '_>, sink: &mut Sink) {
     };
     if let Some(why) = problem {
         let draft = sink
-            .add(Rule::SkillSize, &ptr, node.span, format!("size_bytes {raw} is not valid: {why}"))
+            .add(
+                Rule::SkillSize,
+                &child(skill.ptr, "size_bytes"),
+                node.span,
+                format!("size_bytes {raw} is not valid: {why}"),
+            )
             .expected("an integer from 0 to 9007199254740991 written as digits")
             .found(raw.clone());
         if let Ok(value) = raw.parse::<f64>() {

@@ -11,7 +11,10 @@ pub(crate) fn slug_problem(name: &str) -> Option<&'static str> {
         Some("it is longer than 64 characters")
     } else if name.chars().any(|c| c.is_ascii_uppercase()) {
         Some("it has uppercase letters")
-    } else if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
         Some("it has characters other than a-z, 0-9 and -")
     } else if name.starts_with('-') || name.ends_with('-') {
         Some("it starts or ends with -")
@@ -32,16 +35,27 @@ pub(crate) fn suggest_slug(name: &str) -> String {
             out.push('-');
         }
     }
-    out.trim_end_matches('-').chars().take(64).collect::<String>().trim_end_matches('-').to_owned()
+    out.trim_end_matches('-')
+        .chars()
+        .take(64)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_owned()
 }
 
 /// Whether `tag` is a well-formed BCP 47 language tag (language, optional script, region, variants,
 /// extensions and private use; grandfathered tags are not accepted).
 pub(crate) fn is_language_tag(tag: &str) -> bool {
     let mut parts = tag.split('-').peekable();
-    let alpha = |s: &str, lo: usize, hi: usize| (lo..=hi).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphabetic());
-    let alnum = |s: &str, lo: usize, hi: usize| (lo..=hi).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric());
-    let Some(language) = parts.next() else { return false };
+    let alpha = |s: &str, lo: usize, hi: usize| {
+        (lo..=hi).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphabetic())
+    };
+    let alnum = |s: &str, lo: usize, hi: usize| {
+        (lo..=hi).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric())
+    };
+    let Some(language) = parts.next() else {
+        return false;
+    };
     if language.eq_ignore_ascii_case("x") {
         return parts.next().is_some() && parts.all(|p| alnum(p, 1, 8));
     }
@@ -51,11 +65,15 @@ pub(crate) fn is_language_tag(tag: &str) -> bool {
     if parts.peek().is_some_and(|p| alpha(p, 4, 4)) {
         parts.next();
     }
-    if parts.peek().is_some_and(|p| alpha(p, 2, 2) || (p.len() == 3 && p.bytes().all(|b| b.is_ascii_digit()))) {
+    if parts
+        .peek()
+        .is_some_and(|p| alpha(p, 2, 2) || (p.len() == 3 && p.bytes().all(|b| b.is_ascii_digit())))
+    {
         parts.next();
     }
     while let Some(part) = parts.next() {
-        let variant = alnum(part, 5, 8) || (part.len() == 4 && part.starts_with(|c: char| c.is_ascii_digit()) && alnum(part, 4, 4));
+        let variant = alnum(part, 5, 8)
+            || (part.len() == 4 && part.starts_with(|c: char| c.is_ascii_digit()) && alnum(part, 4, 4));
         if variant {
             continue;
         }
@@ -77,7 +95,10 @@ pub(crate) fn git_ref_problem(name: &str) -> Option<&'static str> {
     if name.chars().any(|c| c.is_control() || c == ' ') {
         return Some("it contains a space or control character");
     }
-    if let Some(c) = name.chars().find(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\')) {
+    if let Some(c) = name
+        .chars()
+        .find(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    {
         return Some(match c {
             '~' | '^' => "it contains ~ or ^",
             ':' => "it contains :",
@@ -100,7 +121,10 @@ pub(crate) fn git_ref_problem(name: &str) -> Option<&'static str> {
     if name.starts_with('-') {
         return Some("it starts with -");
     }
-    if name.split('/').any(|part| part.starts_with('.') || part.ends_with(".lock")) {
+    if name
+        .split('/')
+        .any(|part| part.starts_with('.') || part.ends_with(".lock"))
+    {
         return Some("a component starts with . or ends with .lock");
     }
     None
@@ -112,7 +136,9 @@ pub(crate) fn rfc3339(text: &str) -> Result<DateTime<FixedOffset>, String> {
         return Err("date and time must be separated by `T`".to_owned());
     }
     DateTime::parse_from_rfc3339(text).map_err(|e| match e.kind() {
-        chrono::format::ParseErrorKind::TooShort => "it ends early; an offset such as Z or +02:00 is required".to_owned(),
+        chrono::format::ParseErrorKind::TooShort => {
+            "it ends early; an offset such as Z or +02:00 is required".to_owned()
+        }
         _ => format!("it does not parse as RFC 3339 ({e})"),
     })
 }
@@ -133,9 +159,13 @@ pub(crate) fn parse_url(text: &str) -> Result<UrlParts<'_>, &'static str> {
     if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("it contains whitespace or control characters");
     }
-    let (scheme, rest) = text.split_once("://").ok_or("it is not an absolute URL (no scheme://)")?;
+    let (scheme, rest) = text
+        .split_once("://")
+        .ok_or("it is not an absolute URL (no scheme://)")?;
     let valid_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     if !valid_scheme {
         return Err("its scheme is not valid");
     }
@@ -166,7 +196,9 @@ pub(crate) fn parse_url(text: &str) -> Result<UrlParts<'_>, &'static str> {
     };
     let host_ok = !host.is_empty()
         && (host.starts_with('[')
-            || host.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '.' | '_' | '%')));
+            || host
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.' | '_' | '%')));
     if !host_ok {
         return Err("it has no valid host");
     }
@@ -191,14 +223,30 @@ mod tests {
         assert_eq!(slug_problem("Pdf"), Some("it has uppercase letters"));
         assert_eq!(slug_problem("-a"), Some("it starts or ends with -"));
         assert_eq!(slug_problem("a--b"), Some("it has a double hyphen"));
-        assert_eq!(slug_problem("a_b"), Some("it has characters other than a-z, 0-9 and -"));
-        assert_eq!(slug_problem(&"a".repeat(65)), Some("it is longer than 64 characters"));
+        assert_eq!(
+            slug_problem("a_b"),
+            Some("it has characters other than a-z, 0-9 and -")
+        );
+        assert_eq!(
+            slug_problem(&"a".repeat(65)),
+            Some("it is longer than 64 characters")
+        );
         assert_eq!(suggest_slug("My PDF_Tools!"), "my-pdf-tools");
     }
 
     #[test]
     fn language_tags() {
-        for ok in ["en", "zh", "zh-CN", "zh-Hant-TW", "sr-Latn", "es-419", "de-CH-1996", "en-x-private", "x-klingon"] {
+        for ok in [
+            "en",
+            "zh",
+            "zh-CN",
+            "zh-Hant-TW",
+            "sr-Latn",
+            "es-419",
+            "de-CH-1996",
+            "en-x-private",
+            "x-klingon",
+        ] {
             assert!(is_language_tag(ok), "{ok}");
         }
         for bad in ["", "e", "zh_CN", "english-us-", "en-", "abcd", "en-US-x", "123"] {
@@ -211,11 +259,20 @@ mod tests {
         assert_eq!(git_ref_problem("main"), None);
         assert_eq!(git_ref_problem("release/1.2"), None);
         assert_eq!(git_ref_problem("a..b"), Some("it contains .."));
-        assert_eq!(git_ref_problem("feature x"), Some("it contains a space or control character"));
+        assert_eq!(
+            git_ref_problem("feature x"),
+            Some("it contains a space or control character")
+        );
         assert_eq!(git_ref_problem("x.lock"), Some("it ends with . or .lock"));
-        assert_eq!(git_ref_problem("x/"), Some("it starts or ends with / or has an empty component"));
+        assert_eq!(
+            git_ref_problem("x/"),
+            Some("it starts or ends with / or has an empty component")
+        );
         assert_eq!(git_ref_problem("a@{1}"), Some("it contains @{ or is @"));
-        assert_eq!(git_ref_problem("a/.hidden"), Some("a component starts with . or ends with .lock"));
+        assert_eq!(
+            git_ref_problem("a/.hidden"),
+            Some("a component starts with . or ends with .lock")
+        );
     }
 
     #[test]
@@ -230,7 +287,10 @@ mod tests {
     #[test]
     fn urls() {
         let u = parse_url("https://raw.githubusercontent.com/o/r/main").unwrap();
-        assert_eq!((u.scheme.as_str(), u.host, u.path), ("https", "raw.githubusercontent.com", "/o/r/main"));
+        assert_eq!(
+            (u.scheme.as_str(), u.host, u.path),
+            ("https", "raw.githubusercontent.com", "/o/r/main")
+        );
         assert!(parse_url("https://user@host/x").unwrap().has_userinfo);
         assert!(parse_url("https://host/x?y=1").unwrap().has_query);
         assert!(parse_url("https://host/x#f").unwrap().has_fragment);

@@ -4,25 +4,26 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 
-use super::{Obj, Rule, child, entries, text::rfc3339};
+use super::{Doc, Obj, Rule, child, text::rfc3339};
 use crate::CheckOptions;
 use crate::finding::{Sink, quote};
 use crate::model::keys;
 use crate::parse::{Node, Span};
 
-pub(crate) fn check(top: Obj<'_, '_>, options: &CheckOptions, sink: &mut Sink) {
+pub(crate) fn check(doc: &Doc<'_>, options: &CheckOptions, sink: &mut Sink) {
+    let top = doc.top();
     foreign_format(top, sink);
     schema_version(top, sink);
     generated_at(top, options.now, sink);
     unknown_keys(top.node, "", keys::TOP, "the top level", sink);
-    if let Some((repo, ptr)) = top.get("repository") {
-        unknown_keys(repo, &ptr, keys::REPOSITORY, "`repository`", sink);
+    if let Some(repo) = top.get("repository") {
+        unknown_keys(repo, "/repository", keys::REPOSITORY, "`repository`", sink);
     }
-    for (ptr, skill) in entries(top.node, "skills") {
-        unknown_keys(skill, &ptr, keys::SKILL, "a skill", sink);
+    for entry in &doc.skills {
+        unknown_keys(entry.node, &entry.ptr, keys::SKILL, "a skill", sink);
     }
-    for (ptr, api) in entries(top.node, "apis") {
-        unknown_keys(api, &ptr, keys::API, "an API entry", sink);
+    for entry in &doc.apis {
+        unknown_keys(entry.node, &entry.ptr, keys::API, "an API entry", sink);
     }
 }
 
@@ -40,7 +41,9 @@ pub fn supported_schema_version(version: &str) -> bool {
 }
 
 fn schema_version(top: Obj<'_, '_>, sink: &mut Sink) {
-    let Some(field) = top.str("schema_version") else { return };
+    let Some(field) = top.str("schema_version") else {
+        return;
+    };
     if supported_schema_version(field.text) {
         return;
     }
@@ -51,7 +54,7 @@ fn schema_version(top: Obj<'_, '_>, sink: &mut Sink) {
     };
     sink.add(
         Rule::TopSchemaVersion,
-        &field.ptr,
+        &field.ptr(),
         field.span(),
         format!("schema_version {} is not supported", quote(field.text)),
     )
@@ -61,20 +64,35 @@ fn schema_version(top: Obj<'_, '_>, sink: &mut Sink) {
 }
 
 fn generated_at(top: Obj<'_, '_>, now: SystemTime, sink: &mut Sink) {
-    let Some(field) = top.str("generated_at") else { return };
+    let Some(field) = top.str("generated_at") else {
+        return;
+    };
     match rfc3339(field.text) {
         Err(why) => {
-            sink.add(Rule::TopGeneratedAt, &field.ptr, field.span(), format!("generated_at is not RFC 3339: {why}"))
-                .expected("RFC 3339 with offset, e.g. 2026-05-01T12:00:00Z")
-                .found(quote(field.text));
+            sink.add(
+                Rule::TopGeneratedAt,
+                &field.ptr(),
+                field.span(),
+                format!("generated_at is not RFC 3339: {why}"),
+            )
+            .expected("RFC 3339 with offset, e.g. 2026-05-01T12:00:00Z")
+            .found(quote(field.text));
         }
         Ok(time) => {
             let now: DateTime<Utc> = now.into();
             // One minute of slack for clocks that disagree a little.
             if time.with_timezone(&Utc) > now + chrono::Duration::minutes(1) {
-                sink.add(Rule::TopGeneratedFuture, &field.ptr, field.span(), "generated_at lies in the future")
-                    .expected(format!("a time before now ({})", now.format("%Y-%m-%dT%H:%M:%SZ")))
-                    .found(quote(field.text));
+                sink.add(
+                    Rule::TopGeneratedFuture,
+                    &field.ptr(),
+                    field.span(),
+                    "generated_at lies in the future",
+                )
+                .expected(format!(
+                    "a time before now ({})",
+                    now.format("%Y-%m-%dT%H:%M:%SZ")
+                ))
+                .found(quote(field.text));
             }
         }
     }
@@ -92,7 +110,9 @@ pub(crate) fn unknown_keys(node: &Node, ptr: &str, known: &[&str], place: &str, 
         );
         draft.expected(format!("one of: {}", known.join(", ")));
         if let Some(close) = closest(&member.key, known) {
-            draft.hint(format!("Did you mean `{close}`? Unknown keys are ignored by installers."));
+            draft.hint(format!(
+                "Did you mean `{close}`? Unknown keys are ignored by installers."
+            ));
         }
     }
 }
@@ -134,10 +154,18 @@ fn foreign_format(top: Obj<'_, '_>, sink: &mut Sink) {
     if top.node.get("schema_version").is_some() {
         return;
     }
-    let first_skill = top.node.get("skills").and_then(Node::as_array).and_then(|s| s.first());
+    let first_skill = top
+        .node
+        .get("skills")
+        .and_then(Node::as_array)
+        .and_then(|s| s.first());
     let looks_like = if top.node.get("plugins").is_some() {
         "a Claude Code or Codex plugin marketplace (marketplace.json)"
-    } else if top.node.get("$schema").and_then(Node::as_str).is_some_and(|s| s.contains("agentskills"))
+    } else if top
+        .node
+        .get("$schema")
+        .and_then(Node::as_str)
+        .is_some_and(|s| s.contains("agentskills"))
         || first_skill.is_some_and(|s| s.get("digest").is_some())
     {
         "an Agent Skills Discovery index (index.json, `digest: \"sha256:...\"`)"
@@ -147,9 +175,14 @@ fn foreign_format(top: Obj<'_, '_>, sink: &mut Sink) {
         return;
     };
     let span = Span::new(top.node.span.start, top.node.span.start + 1);
-    sink.add(Rule::FormatForeign, "", span, format!("this file looks like {looks_like}, not a registry manifest"))
-        .expected("a registry manifest with schema_version, generated_at, repository, skills, apis")
-        .found(looks_like);
+    sink.add(
+        Rule::FormatForeign,
+        "",
+        span,
+        format!("this file looks like {looks_like}, not a registry manifest"),
+    )
+    .expected("a registry manifest with schema_version, generated_at, repository, skills, apis")
+    .found(looks_like);
 }
 
 #[cfg(test)]

@@ -2,49 +2,64 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Obj, Rule, entries};
+use super::{Doc, Rule};
 use crate::finding::{Sink, quote};
-use crate::parse::Node;
 
-pub(crate) fn check(root: &Node, sink: &mut Sink) {
-    let apis = entries(root, "apis");
-    let api_fields: Vec<_> = apis.iter().map(|(ptr, node)| (Obj { node, ptr }.str("id"), Obj { node, ptr }.str("path"))).collect();
-    let ids: HashSet<&str> = api_fields.iter().filter_map(|(id, _)| id.as_ref().map(|f| f.text)).collect();
+pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
+    let api_fields: Vec<_> = doc
+        .apis
+        .iter()
+        .map(|entry| (entry.obj().str("id"), entry.obj().str("path")))
+        .collect();
+    let ids: HashSet<&str> = api_fields
+        .iter()
+        .filter_map(|(id, _)| id.as_ref().map(|f| f.text))
+        .collect();
     let id_by_path: HashMap<&str, &str> = api_fields
         .iter()
         .filter_map(|(id, path)| Some((path.as_ref()?.text, id.as_ref()?.text)))
         .collect();
-    let mut used: HashSet<String> = HashSet::new();
-    for (ptr, node) in entries(root, "skills") {
-        let skill = Obj { node, ptr: &ptr };
+    let mut used: HashSet<&str> = HashSet::new();
+    for entry in &doc.skills {
+        let skill = entry.obj();
         for item in skill.strings("api_docs") {
             if item.text.trim().is_empty() {
                 continue; // R-LIST-BLANK
             }
             if ids.contains(item.text) {
-                used.insert(item.text.to_owned());
+                used.insert(item.text);
                 continue;
             }
             let draft = sink
-                .add(Rule::XrefApiDoc, &item.ptr, item.span(), format!("api_docs item {} names no API entry", quote(item.text)))
+                .add(
+                    Rule::XrefApiDoc,
+                    &item.ptr(),
+                    item.span(),
+                    format!("api_docs item {} names no API entry", quote(item.text)),
+                )
                 .expected("the id of an entry in apis[]")
                 .found(quote(item.text));
             let known: Vec<&str> = ids.iter().copied().collect();
             if let Some(id) = id_by_path.get(item.text) {
                 draft.hint(format!("api_docs holds API ids, not paths: write {}.", quote(id)));
-                used.insert((*id).to_owned());
+                used.insert(id);
             } else if let Some(id) = super::top::closest(item.text, &known)
                 .or_else(|| known.iter().copied().filter(|id| id.starts_with(item.text)).min())
             {
                 draft.hint(format!("Did you mean {}?", quote(id)));
-                used.insert(id.to_owned());
+                used.insert(id);
             }
         }
     }
     for (id, _) in &api_fields {
         let Some(id) = id else { continue };
         if !used.contains(id.text) {
-            sink.add(Rule::XrefApiUnused, &id.ptr, id.span(), format!("no skill lists API {} in api_docs", quote(id.text)));
+            sink.add(
+                Rule::XrefApiUnused,
+                &id.ptr(),
+                id.span(),
+                format!("no skill lists API {} in api_docs", quote(id.text)),
+            );
         }
     }
 }

@@ -69,10 +69,17 @@ pub fn write_sources(root: &Path) {
             "  title: PDF tools\n  tags: [pdf, documents]\n  agents: [claude-code, codex]\n  api_docs: [images-api]\n  updated_at: 2026-01-20T08:00:00Z\n",
         ),
     );
-    write_file(&root.join("skills/pdf-tools/scripts/merge.py"), "print('merge')\n");
+    write_file(
+        &root.join("skills/pdf-tools/scripts/merge.py"),
+        "print('merge')\n",
+    );
     write_file(
         &root.join("skills/web-search/SKILL.md"),
-        &skill_md("web-search", "Search the web and cite sources.", "  tags: search\n  api_docs: search-api\n"),
+        &skill_md(
+            "web-search",
+            "Search the web and cite sources.",
+            "  tags: search\n  api_docs: search-api\n",
+        ),
     );
     write_file(
         &root.join("apis/en/images-api.md"),
@@ -92,7 +99,13 @@ impl Checkout {
         let generated = generate::build(dir.path(), &config(), GENERATED_AT).unwrap();
         generate::write(dir.path(), &config(), &generated).unwrap();
         let manifest = serde_json::to_value(&generated.manifest).unwrap();
-        Self { dir, manifest, raw: None, replacements: Vec::new(), limits: PackageLimits::default() }
+        Self {
+            dir,
+            manifest,
+            raw: None,
+            replacements: Vec::new(),
+            limits: PackageLimits::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -116,7 +129,10 @@ impl Checkout {
         let mut text = serde_json::to_string_pretty(&self.manifest).unwrap();
         text.push('\n');
         for (from, to) in &self.replacements {
-            assert!(text.contains(from.as_str()), "replacement target {from} not in manifest");
+            assert!(
+                text.contains(from.as_str()),
+                "replacement target {from} not in manifest"
+            );
             text = text.replace(from.as_str(), to);
         }
         text
