@@ -6,6 +6,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::rules::Rule;
+use crate::rules::text::has_drive_letter;
 
 /// Limits for inspecting packages (zip bomb guards).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,11 +45,10 @@ fn problem(rule: Rule, message: impl Into<String>) -> PackageProblem {
 
 /// Why a zip entry name is unsafe to extract, if it is.
 pub(crate) fn unsafe_entry_name(name: &str) -> Option<&'static str> {
-    let bytes = name.as_bytes();
     if name.starts_with('/') || name.starts_with('\\') {
         return Some("it is absolute");
     }
-    if bytes.len() >= 2 && bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':') {
+    if has_drive_letter(name) {
         return Some("it has a drive letter");
     }
     if name.split(['/', '\\']).any(|segment| segment == "..") {
@@ -215,9 +215,13 @@ fn read_entry<R: Read + std::io::Seek>(
     index: usize,
     limit: u64,
 ) -> Result<Vec<u8>, String> {
-    let entry = archive.by_index(index).map_err(|e| e.to_string())?;
+    read_limited(archive.by_index(index).map_err(|e| e.to_string())?, limit)
+}
+
+/// Read all of `reader`, refusing more than `limit` bytes.
+pub(crate) fn read_limited(reader: impl Read, limit: u64) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
-    entry
+    reader
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;

@@ -1,7 +1,6 @@
 //! `--root` checks: the files the manifest names exist in the checkout and match it.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -12,6 +11,7 @@ use crate::frontmatter::{self, SKILL_KEYS, normalize_space};
 use crate::package::{self, PackageLimits};
 use crate::parse::NodeValue;
 use crate::rules::paths::path_problem;
+use crate::rules::text::is_sha256_hex;
 use crate::rules::{Doc, Field, Obj, Rule, child};
 
 /// Most bytes of SKILL.md read from the checkout.
@@ -209,16 +209,9 @@ fn skill_folder(
 }
 
 fn read_bounded(file: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    let handle = File::open(file).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    handle
-        .take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > limit {
-        return Err(format!("it is larger than {limit} bytes"));
-    }
-    Ok(bytes)
+    File::open(file)
+        .map_err(|e| e.to_string())
+        .and_then(|f| package::read_limited(f, limit))
 }
 
 /// Length and SHA-256 of a file, streamed.
@@ -264,12 +257,7 @@ fn package_file(
         }
     }
     if let Some(sha) = skill.str("sha256") {
-        let well_formed = sha.text.len() == 64
-            && sha
-                .text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if well_formed && sha.text != digest {
+        if is_sha256_hex(sha.text) && sha.text != digest {
             sink.add(
                 Rule::RootSha256Mismatch,
                 &sha.ptr(),

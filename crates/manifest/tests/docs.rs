@@ -12,7 +12,14 @@ fn the_rule_table_in_the_docs_matches_the_catalog() {
     for rule in Rule::ALL {
         let summary = rule.summary().replace('|', "\\|");
         let hint = rule.hint().replace('|', "\\|");
-        let row = format!("| `{}` | {} | {summary} | {hint} |", rule.id(), rule.severity().as_str());
-        assert!(rows.contains(&row.as_str()), "docs/manifest.md lacks or differs for:\n{row}");
+        let row = format!(
+            "| `{}` | {} | {summary} | {hint} |",
+            rule.id(),
+            rule.severity().as_str()
+        );
+        assert!(
+            rows.contains(&row.as_str()),
+            "docs/manifest.md lacks or differs for:\n{row}"
+        );
     }
 }

@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
-use super::lists::{blank, string_list};
+use super::lists::{blank, slug, string_list};
 use super::skills::unique;
-use super::text::{is_language_tag, parse_url, slug_problem, suggest_slug};
+use super::text::{is_language_tag, parse_url};
 use super::{Doc, Rule};
 use crate::finding::{Sink, quote};
 
@@ -14,21 +14,7 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
     for entry in &doc.apis {
         let api = entry.obj();
         if let Some(id) = api.str("id") {
-            if let Some(why) = slug_problem(id.text) {
-                let draft = sink
-                    .add(
-                        Rule::ApiId,
-                        &id.ptr(),
-                        id.span(),
-                        format!("API id {} is not a slug: {why}", quote(id.text)),
-                    )
-                    .expected("1-64 of a-z, 0-9 and single inner hyphens")
-                    .found(quote(id.text));
-                let suggestion = suggest_slug(id.text);
-                if !suggestion.is_empty() {
-                    draft.hint(format!("Use `{suggestion}`."));
-                }
-            }
+            slug(Rule::ApiId, &id, "API id", sink);
             unique(&id, &mut ids, Rule::ApiDupId, "API id", sink);
         }
         for key in ["title", "product"] {

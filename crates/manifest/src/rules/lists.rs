@@ -2,6 +2,9 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, FixedOffset};
+
+use super::text::{rfc3339, slug_problem, suggest_slug};
 use super::{Field, Obj, Rule};
 use crate::finding::{Sink, quote};
 
@@ -19,6 +22,43 @@ pub(crate) fn blank(field: &Field<'_, '_>, sink: &mut Sink) -> bool {
     .expected("non-empty text")
     .found(quote(field.text));
     true
+}
+
+/// Report `rule` when `field` is not a slug (agentskills name rules); suggest one. Returns whether it is one.
+pub(crate) fn slug(rule: Rule, field: &Field<'_, '_>, what: &str, sink: &mut Sink) -> bool {
+    let Some(why) = slug_problem(field.text) else {
+        return true;
+    };
+    let draft = sink
+        .add(
+            rule,
+            &field.ptr(),
+            field.span(),
+            format!("{what} {} is not valid: {why}", quote(field.text)),
+        )
+        .expected("1-64 of a-z, 0-9 and single inner hyphens")
+        .found(quote(field.text));
+    let suggestion = suggest_slug(field.text);
+    if !suggestion.is_empty() {
+        draft.hint(format!("Use `{suggestion}`."));
+    }
+    false
+}
+
+/// Check `field` as an RFC 3339 timestamp with offset under `rule`; the time when it is one.
+pub(crate) fn timestamp(rule: Rule, field: &Field<'_, '_>, sink: &mut Sink) -> Option<DateTime<FixedOffset>> {
+    rfc3339(field.text)
+        .map_err(|why| {
+            sink.add(
+                rule,
+                &field.ptr(),
+                field.span(),
+                format!("{} is not RFC 3339: {why}", field.key),
+            )
+            .expected("RFC 3339 with offset, e.g. 2026-05-01T12:00:00Z")
+            .found(quote(field.text));
+        })
+        .ok()
 }
 
 /// Check the string list `key` of `obj`: no blank items (`R-LIST-BLANK`), no repeats (`dup_rule`).

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use unicode_normalization::{UnicodeNormalization, is_nfc};
 
+use super::text::has_drive_letter;
 use super::{Doc, Field, Rule};
 use crate::finding::{Sink, quote};
 
@@ -24,9 +25,7 @@ pub(crate) fn path_fields<'a, 'p>(doc: &'p Doc<'a>) -> Vec<Field<'a, 'p>> {
 
 /// Why `path` is not a safe relative path, as the rule and a reason; the most serious problem only.
 pub fn path_problem(path: &str) -> Option<(Rule, String)> {
-    let bytes = path.as_bytes();
-    let drive =
-        bytes.len() >= 2 && bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':');
+    let drive = has_drive_letter(path);
     let scheme = path.split_once("://").is_some_and(|(s, _)| {
         s.starts_with(|c: char| c.is_ascii_alphabetic())
             && s.chars()

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::lists::{blank, string_list};
-use super::text::{rfc3339, slug_problem, suggest_slug};
+use super::lists::{blank, slug, string_list, timestamp};
+use super::text::{is_sha256_hex, rfc3339};
 use super::{Doc, Field, Obj, Rule, child};
 use crate::finding::{Sink, quote};
 use crate::model::KNOWN_AGENTS;
@@ -82,28 +82,19 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
             }
         }
         if let Some(updated) = skill.str("updated_at") {
-            match rfc3339(updated.text) {
-                Err(why) => {
-                    sink.add(
-                        Rule::SkillUpdatedAt,
-                        &updated.ptr(),
-                        updated.span(),
-                        format!("updated_at is not RFC 3339: {why}"),
-                    )
-                    .expected("RFC 3339 with offset, e.g. 2026-05-01T12:00:00Z")
-                    .found(quote(updated.text));
-                }
-                Ok(time) if generated_at.is_some_and(|g| time > g) => {
-                    sink.add(
-                        Rule::SkillUpdatedAfter,
-                        &updated.ptr(),
-                        updated.span(),
-                        "updated_at is later than generated_at",
-                    )
-                    .expected("a time at or before generated_at")
-                    .found(quote(updated.text));
-                }
-                Ok(_) => {}
+            let time = timestamp(Rule::SkillUpdatedAt, &updated, sink);
+            if time
+                .zip(generated_at)
+                .is_some_and(|(time, generated)| time > generated)
+            {
+                sink.add(
+                    Rule::SkillUpdatedAfter,
+                    &updated.ptr(),
+                    updated.span(),
+                    "updated_at is later than generated_at",
+                )
+                .expected("a time at or before generated_at")
+                .found(quote(updated.text));
             }
         }
     }
@@ -133,20 +124,7 @@ pub(crate) fn unique<'a, 'p>(
 }
 
 fn name_rules(skill: &Obj<'_, '_>, name: &Field<'_, '_>, sink: &mut Sink) {
-    if let Some(why) = slug_problem(name.text) {
-        let suggestion = suggest_slug(name.text);
-        let draft = sink
-            .add(
-                Rule::SkillName,
-                &name.ptr(),
-                name.span(),
-                format!("skill name {} is not valid: {why}", quote(name.text)),
-            )
-            .expected("1-64 of a-z, 0-9 and single inner hyphens")
-            .found(quote(name.text));
-        if !suggestion.is_empty() {
-            draft.hint(format!("Use `{suggestion}`."));
-        }
+    if !slug(Rule::SkillName, name, "skill name", sink) {
         return;
     }
     let Some(path) = skill.str("path") else { return };
@@ -202,8 +180,7 @@ fn version_rule(version: &Field<'_, '_>, sink: &mut Sink) {
 
 fn sha256_rule(sha: &Field<'_, '_>, sink: &mut Sink) {
     let text = sha.text;
-    let is_hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if is_hex64(text) && !text.bytes().any(|b| b.is_ascii_uppercase()) {
+    if is_sha256_hex(text) {
         return;
     }
     let (message, hint) = if let Some(rest) = text.strip_prefix("sha256:") {
@@ -215,7 +192,7 @@ fn sha256_rule(sha: &Field<'_, '_>, sink: &mut Sink) {
                 quote(&rest.to_ascii_lowercase())
             ),
         )
-    } else if is_hex64(text) {
+    } else if is_sha256_hex(&text.to_ascii_lowercase()) {
         (
             "sha256 has uppercase hex digits".to_owned(),
             format!("Lowercase it: {}.", quote(&text.to_ascii_lowercase())),

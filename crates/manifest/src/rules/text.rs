@@ -2,6 +2,20 @@
 
 use chrono::{DateTime, FixedOffset};
 
+/// Whether `text` starts with a Windows drive letter (`C:`).
+pub(crate) fn has_drive_letter(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= 2 && bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':')
+}
+
+/// Whether `text` is a SHA-256 digest as the format writes it: 64 lowercase hex digits.
+pub(crate) fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Why `name` breaks the agentskills naming rules, if it does.
 pub(crate) fn slug_problem(name: &str) -> Option<&'static str> {
     let length = name.chars().count();

@@ -4,7 +4,8 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 
-use super::{Doc, Obj, Rule, child, text::rfc3339};
+use super::lists::timestamp;
+use super::{Doc, Obj, Rule, child};
 use crate::CheckOptions;
 use crate::finding::{Sink, quote};
 use crate::model::keys;
@@ -67,34 +68,23 @@ fn generated_at(top: Obj<'_, '_>, now: SystemTime, sink: &mut Sink) {
     let Some(field) = top.str("generated_at") else {
         return;
     };
-    match rfc3339(field.text) {
-        Err(why) => {
-            sink.add(
-                Rule::TopGeneratedAt,
-                &field.ptr(),
-                field.span(),
-                format!("generated_at is not RFC 3339: {why}"),
-            )
-            .expected("RFC 3339 with offset, e.g. 2026-05-01T12:00:00Z")
-            .found(quote(field.text));
-        }
-        Ok(time) => {
-            let now: DateTime<Utc> = now.into();
-            // One minute of slack for clocks that disagree a little.
-            if time.with_timezone(&Utc) > now + chrono::Duration::minutes(1) {
-                sink.add(
-                    Rule::TopGeneratedFuture,
-                    &field.ptr(),
-                    field.span(),
-                    "generated_at lies in the future",
-                )
-                .expected(format!(
-                    "a time before now ({})",
-                    now.format("%Y-%m-%dT%H:%M:%SZ")
-                ))
-                .found(quote(field.text));
-            }
-        }
+    let Some(time) = timestamp(Rule::TopGeneratedAt, &field, sink) else {
+        return;
+    };
+    let now: DateTime<Utc> = now.into();
+    // One minute of slack for clocks that disagree a little.
+    if time.with_timezone(&Utc) > now + chrono::Duration::minutes(1) {
+        sink.add(
+            Rule::TopGeneratedFuture,
+            &field.ptr(),
+            field.span(),
+            "generated_at lies in the future",
+        )
+        .expected(format!(
+            "a time before now ({})",
+            now.format("%Y-%m-%dT%H:%M:%SZ")
+        ))
+        .found(quote(field.text));
     }
 }
 
