@@ -1,8 +1,83 @@
-//! The `imagegate` binary: the HTTP gateway for `gpt-image-2`.
+//! The `imagegate` binary: the HTTP gateway for `gpt-image-2` and its administration commands.
 //!
-//! `imagegate serve` and `imagegate demo` arrive with the gateway issue; until then the binary only
-//! reports its version.
+//! `imagegate serve` runs the gateway; `imagegate demo` runs it with a built-in simulated upstream;
+//! `imagegate users|groups|keys|accounts|usage ...` administer the database. Run
+//! `imagegate --help` for the flags; each is also an `IMAGEGATE_*` environment variable.
 
-fn main() {
-    println!("imagegate {} (the gateway arrives with the next issue)", env!("CARGO_PKG_VERSION"));
+mod accounts;
+mod cli;
+mod config;
+mod demo;
+mod http;
+mod relay;
+mod serve;
+mod state;
+mod usage;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, ServeArgs};
+use crate::config::Config;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&format!("cannot start the runtime: {err}")),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => fail(&message),
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let serve_args = match &cli.command {
+        Command::Serve(args) | Command::Demo(args) => args.clone(),
+        _ => ServeArgs::default(),
+    };
+    let config = Config::load(&cli.global, &serve_args).map_err(|e| e.to_string())?;
+    match cli.command {
+        Command::Serve(_) => {
+            let store = serve::open_store(&config).await.map_err(|e| e.to_string())?;
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            serve::run(config, store, shutdown)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Command::Demo(_) => demo::run(config).await.map_err(|e| e.to_string()),
+        command => {
+            let store = serve::open_store(&config).await.map_err(|e| e.to_string())?;
+            let result = match command {
+                Command::Users(c) => cli::admin::users(&store, c).await,
+                Command::Groups(c) => cli::admin::groups(&store, c).await,
+                Command::Keys(c) => cli::admin::keys(&store, c).await,
+                Command::Accounts(c) => cli::admin::accounts(&store, c).await,
+                Command::Usage(c) => cli::admin::usage(&store, c).await,
+                Command::Serve(_) | Command::Demo(_) => Ok(()),
+            };
+            store.close().await;
+            result.map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Logs go to stderr (stdout is for command output); `RUST_LOG` or `IMAGEGATE_LOG` filter them.
+fn init_tracing() {
+    let filter = std::env::var("IMAGEGATE_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "info".to_owned());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+#[allow(clippy::print_stderr)]
+fn fail(message: &str) -> ExitCode {
+    eprintln!("imagegate: {message}");
+    ExitCode::FAILURE
 }

@@ -1,0 +1,145 @@
+//! The account directory: upstream accounts from the store, kept in step with the dispatcher.
+//!
+//! Accounts change through the CLI or the console, possibly in another process, so the directory
+//! re-reads them periodically. Credentials are decrypted only for accounts whose row changed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use imagegate_dispatch::{AccountSpec, ClassLimits, Dispatcher, Tier};
+use imagegate_store::{Account, AccountKind, AccountStatus, AccountTier, Store, StoreError, Timestamp};
+use imagegate_upstream::{AccountKind as UpstreamKind, AccountTarget};
+
+/// Base URL of an account kind when the account gives none.
+pub fn default_base_url(kind: AccountKind) -> Option<&'static str> {
+    match kind {
+        AccountKind::Openai => Some("https://api.openai.com/v1"),
+        AccountKind::Codex => Some("https://chatgpt.com/backend-api/codex"),
+        AccountKind::Sim => None,
+    }
+}
+
+/// Dispatcher id of a store account.
+pub fn dispatch_id(id: imagegate_store::AccountId) -> imagegate_dispatch::AccountId {
+    imagegate_dispatch::AccountId::new(&id.to_string())
+}
+
+struct Entry {
+    updated_at: Timestamp,
+    target: Option<Arc<AccountTarget>>,
+}
+
+/// Upstream targets by account, and the source of the dispatcher's account specs.
+pub struct AccountDirectory {
+    store: Arc<dyn Store>,
+    dispatcher: Arc<Dispatcher>,
+    entries: RwLock<HashMap<i64, Entry>>,
+}
+
+impl AccountDirectory {
+    pub fn new(store: Arc<dyn Store>, dispatcher: Arc<Dispatcher>) -> Self {
+        Self {
+            store,
+            dispatcher,
+            entries: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The transport target of an account, if it is usable.
+    pub fn target(&self, id: &imagegate_dispatch::AccountId) -> Option<Arc<AccountTarget>> {
+        let id: i64 = id.as_str().parse().ok()?;
+        let entries = self.entries.read();
+        entries.get(&id).and_then(|entry| entry.target.clone())
+    }
+
+    /// Re-reads the accounts and hands the dispatcher the new specs.
+    pub async fn refresh(&self) -> Result<usize, StoreError> {
+        let accounts = self.store.list_accounts().await?;
+        let stale: Vec<&Account> = {
+            let entries = self.entries.read();
+            accounts
+                .iter()
+                .filter(|a| entries.get(&a.id.0).is_none_or(|e| e.updated_at != a.updated_at))
+                .collect()
+        };
+        let mut fresh = Vec::with_capacity(stale.len());
+        for account in stale {
+            let target = self.build_target(account).await?;
+            fresh.push((
+                account.id.0,
+                Entry {
+                    updated_at: account.updated_at,
+                    target,
+                },
+            ));
+        }
+        {
+            let mut entries = self.entries.write();
+            entries.retain(|id, _| accounts.iter().any(|a| a.id.0 == *id));
+            entries.extend(fresh);
+        }
+        let specs: Vec<AccountSpec> = {
+            let entries = self.entries.read();
+            accounts
+                .iter()
+                .map(|a| spec_of(a, entries.get(&a.id.0).is_some_and(|e| e.target.is_some())))
+                .collect()
+        };
+        let count = specs.len();
+        self.dispatcher.replace_accounts(specs);
+        Ok(count)
+    }
+
+    async fn build_target(&self, account: &Account) -> Result<Option<Arc<AccountTarget>>, StoreError> {
+        let Some(base_url) = account
+            .base_url
+            .clone()
+            .or_else(|| default_base_url(account.kind).map(str::to_owned))
+        else {
+            tracing::warn!(account = %account.name, "account has no base URL; it is not used");
+            return Ok(None);
+        };
+        let Some(credential) = self.store.account_credential(account.id).await? else {
+            tracing::warn!(account = %account.name, "account has no credential; it is not used");
+            return Ok(None);
+        };
+        let mut main_models: Vec<String> = account.main_model.iter().cloned().collect();
+        main_models.extend(account.fallback_models.iter().cloned());
+        Ok(Some(Arc::new(AccountTarget {
+            account_id: account.id.0,
+            kind: match account.kind {
+                AccountKind::Openai => UpstreamKind::OpenAi,
+                AccountKind::Codex => UpstreamKind::Codex,
+                AccountKind::Sim => UpstreamKind::Sim,
+            },
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            credential: imagegate_upstream::Secret::new(credential.expose().to_owned()),
+            main_models,
+        })))
+    }
+}
+
+fn spec_of(account: &Account, usable: bool) -> AccountSpec {
+    AccountSpec {
+        id: dispatch_id(account.id),
+        groups: account
+            .groups
+            .iter()
+            .map(|g| imagegate_dispatch::GroupId::new(&g.to_string()))
+            .collect(),
+        tier: match account.tier {
+            AccountTier::Free => Tier::Free,
+            AccountTier::Plus => Tier::Plus,
+            AccountTier::Team => Tier::Team,
+            AccountTier::Pro => Tier::Pro,
+        },
+        priority: account.priority,
+        limits: ClassLimits {
+            large: account.concurrency_large,
+            standard: account.concurrency_standard,
+        },
+        active: usable && account.status == AccountStatus::Active,
+    }
+}

@@ -1,0 +1,370 @@
+//! Administration without the browser: users, groups, keys, accounts and usage, on the database.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use imagegate_store::{
+    Account, AccountKind, AccountStatus, AccountTier, AccountUpdate, ApiKeyRecord, GroupId, KeyLimits,
+    NewAccount, NewApiKey, NewUser, Secret, Store, StoreError, UsageFilter,
+};
+
+use crate::cli::{
+    AccountFields, AccountKindArg, AccountsCommand, GroupsCommand, KeysCommand, TierArg, UsageCommand,
+    UsersCommand,
+};
+
+/// Why an admin command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("reading the credential: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("output: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+type Result<T> = std::result::Result<T, AdminError>;
+
+pub async fn users(store: &Arc<dyn Store>, command: UsersCommand) -> Result<()> {
+    match command {
+        UsersCommand::Add { name, admin } => {
+            let user = store
+                .create_user(NewUser {
+                    name,
+                    is_admin: admin,
+                    password_hash: None,
+                })
+                .await?;
+            println!("{}", user.id);
+        }
+        UsersCommand::List { json } => {
+            let users = store.list_users().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&users)?);
+            } else {
+                for user in users {
+                    println!(
+                        "{}\t{}\t{}",
+                        user.id,
+                        user.name,
+                        if user.is_admin { "admin" } else { "user" }
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn groups(store: &Arc<dyn Store>, command: GroupsCommand) -> Result<()> {
+    match command {
+        GroupsCommand::Add { name } => println!("{}", store.create_group(&name).await?.id),
+        GroupsCommand::List { json } => {
+            let groups = store.list_groups().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&groups)?);
+            } else {
+                for group in groups {
+                    println!("{}\t{}", group.id, group.name);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn keys(store: &Arc<dyn Store>, command: KeysCommand) -> Result<()> {
+    match command {
+        KeysCommand::Create {
+            user,
+            group,
+            name,
+            max_concurrency,
+            rpm,
+        } => {
+            let user = store
+                .user_by_name(&user)
+                .await?
+                .ok_or_else(|| AdminError::Usage(format!("no user named {user:?}")))?;
+            let group = group_named(store, &group).await?;
+            let created = store
+                .create_key(NewApiKey {
+                    user_id: user.id,
+                    group_id: group,
+                    name,
+                    limits: KeyLimits { max_concurrency, rpm },
+                    fallback_ladder: false,
+                })
+                .await?;
+            println!("{}", created.key.expose());
+        }
+        KeysCommand::List { user, json } => {
+            let user_id = match user {
+                Some(name) => Some(
+                    store
+                        .user_by_name(&name)
+                        .await?
+                        .ok_or_else(|| AdminError::Usage(format!("no user named {name:?}")))?
+                        .id,
+                ),
+                None => None,
+            };
+            let keys = store.list_keys(user_id).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&keys)?);
+            } else {
+                for key in keys {
+                    println!(
+                        "{}\tsk-ig-{}-…\t{}\t{}",
+                        key.id, key.public_id, key.name, key.status
+                    );
+                }
+            }
+        }
+        KeysCommand::Disable { key } => {
+            let record = find_key(store, &key).await?;
+            store.disable_key(record.id).await?;
+            println!("disabled key {}", record.id);
+        }
+        KeysCommand::Delete { key } => {
+            let record = find_key(store, &key).await?;
+            store.delete_key(record.id).await?;
+            println!("deleted key {}", record.id);
+        }
+    }
+    Ok(())
+}
+
+async fn find_key(store: &Arc<dyn Store>, given: &str) -> Result<ApiKeyRecord> {
+    if let Ok(id) = given.parse() {
+        return Ok(store.key(id).await?);
+    }
+    let public_id = imagegate_store::keys::parse_key(given).map_or(given, |parsed| parsed.public_id);
+    store
+        .list_keys(None)
+        .await?
+        .into_iter()
+        .find(|k| k.public_id == public_id)
+        .ok_or_else(|| AdminError::Usage(format!("no key {given:?}")))
+}
+
+async fn group_named(store: &Arc<dyn Store>, name: &str) -> Result<GroupId> {
+    if name == imagegate_store::DEFAULT_GROUP {
+        return Ok(store.default_group().await?.id);
+    }
+    Ok(store
+        .group_by_name(name)
+        .await?
+        .ok_or_else(|| AdminError::Usage(format!("no group named {name:?}")))?
+        .id)
+}
+
+pub async fn accounts(store: &Arc<dyn Store>, command: AccountsCommand) -> Result<()> {
+    match command {
+        AccountsCommand::Add { name, kind, fields } => {
+            let credential = read_credential(fields.credential_env.as_deref())?;
+            let groups = group_ids(store, fields.groups.as_deref()).await?;
+            let (main_model, fallback_models) = split_models(fields.main_models.clone());
+            let account = store
+                .create_account(NewAccount {
+                    name,
+                    kind: kind_of(kind),
+                    base_url: fields.base_url.clone(),
+                    tier: fields.tier.map_or(AccountTier::Plus, tier_of),
+                    priority: fields.priority.unwrap_or(0),
+                    concurrency_standard: fields.concurrency_standard.unwrap_or(4),
+                    concurrency_large: fields.concurrency_large.unwrap_or(1),
+                    groups,
+                    main_model,
+                    fallback_models,
+                    credential: Some(credential),
+                })
+                .await?;
+            println!("{}", account.id);
+        }
+        AccountsCommand::List { json } => {
+            let accounts = store.list_accounts().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&accounts)?);
+            } else {
+                for a in accounts {
+                    print_account(&a);
+                }
+            }
+        }
+        AccountsCommand::Update {
+            account,
+            fields,
+            credential_stdin,
+            active,
+        } => {
+            let found = find_account(store, &account).await?;
+            let update = account_update(store, &fields, active).await?;
+            store.update_account(found.id, update).await?;
+            if credential_stdin || fields.credential_env.is_some() {
+                let credential = read_credential(fields.credential_env.as_deref())?;
+                store
+                    .update_account_credential(found.id, Some(&credential))
+                    .await?;
+            }
+            println!("updated account {}", found.id);
+        }
+        AccountsCommand::Remove { account } => {
+            let found = find_account(store, &account).await?;
+            store.delete_account(found.id).await?;
+            println!("removed account {}", found.id);
+        }
+    }
+    Ok(())
+}
+
+fn print_account(a: &Account) {
+    println!(
+        "{}\t{}\t{}\t{}\tpriority {}\tstandard {}\tlarge {}\t{}{}",
+        a.id,
+        a.name,
+        a.kind,
+        a.tier,
+        a.priority,
+        a.concurrency_standard,
+        a.concurrency_large,
+        a.status,
+        a.status_reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    );
+}
+
+async fn account_update(
+    store: &Arc<dyn Store>,
+    fields: &AccountFields,
+    active: Option<bool>,
+) -> Result<AccountUpdate> {
+    let groups = match &fields.groups {
+        Some(names) => Some(group_ids(store, Some(names)).await?),
+        None => None,
+    };
+    let models = fields.main_models.clone().map(|m| split_models(Some(m)));
+    Ok(AccountUpdate {
+        base_url: fields.base_url.clone().map(Some),
+        tier: fields.tier.map(tier_of),
+        priority: fields.priority,
+        concurrency_standard: fields.concurrency_standard,
+        concurrency_large: fields.concurrency_large,
+        status: active.map(|on| {
+            (
+                if on {
+                    AccountStatus::Active
+                } else {
+                    AccountStatus::Disabled
+                },
+                None,
+            )
+        }),
+        groups,
+        main_model: models.as_ref().map(|(main, _)| main.clone()),
+        fallback_models: models.map(|(_, rest)| rest),
+        ..AccountUpdate::default()
+    })
+}
+
+async fn find_account(store: &Arc<dyn Store>, given: &str) -> Result<Account> {
+    if let Ok(id) = given.parse() {
+        return Ok(store.account(id).await?);
+    }
+    store
+        .account_by_name(given)
+        .await?
+        .ok_or_else(|| AdminError::Usage(format!("no account {given:?}")))
+}
+
+async fn group_ids(store: &Arc<dyn Store>, names: Option<&[String]>) -> Result<Vec<GroupId>> {
+    let defaults = [imagegate_store::DEFAULT_GROUP.to_owned()];
+    let names = names.filter(|n| !n.is_empty()).unwrap_or(&defaults);
+    let mut ids = Vec::with_capacity(names.len());
+    for name in names {
+        ids.push(group_named(store, name).await?);
+    }
+    Ok(ids)
+}
+
+fn split_models(models: Option<Vec<String>>) -> (Option<String>, Vec<String>) {
+    let mut models = models.unwrap_or_default().into_iter().filter(|m| !m.is_empty());
+    let main = models.next();
+    (main, models.collect())
+}
+
+/// The credential from the named environment variable, else from stdin; never echoed.
+fn read_credential(env: Option<&str>) -> Result<Secret> {
+    let text = match env {
+        Some(name) => std::env::var(name)
+            .map_err(|_| AdminError::Usage(format!("environment variable {name} is not set")))?,
+        None => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text)?;
+            text
+        }
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(AdminError::Usage("the credential is empty".to_owned()));
+    }
+    Ok(Secret::new(text.to_owned()))
+}
+
+fn kind_of(kind: AccountKindArg) -> AccountKind {
+    match kind {
+        AccountKindArg::Openai => AccountKind::Openai,
+        AccountKindArg::Codex => AccountKind::Codex,
+        AccountKindArg::Sim => AccountKind::Sim,
+    }
+}
+
+fn tier_of(tier: TierArg) -> AccountTier {
+    match tier {
+        TierArg::Free => AccountTier::Free,
+        TierArg::Plus => AccountTier::Plus,
+        TierArg::Team => AccountTier::Team,
+        TierArg::Pro => AccountTier::Pro,
+    }
+}
+
+pub async fn usage(store: &Arc<dyn Store>, command: UsageCommand) -> Result<()> {
+    let UsageCommand::List { json, limit } = command;
+    let entries = store
+        .list_usage(&UsageFilter {
+            limit: Some(limit),
+            ..UsageFilter::default()
+        })
+        .await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(());
+    }
+    for e in entries {
+        let r = &e.record;
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\ttokens {}\t{} ms",
+            r.created_at,
+            r.request_id,
+            r.endpoint,
+            r.model,
+            r.size_produced
+                .as_deref()
+                .or(r.size_requested.as_deref())
+                .unwrap_or("-"),
+            r.quality_produced
+                .as_deref()
+                .or(r.quality_requested.as_deref())
+                .unwrap_or("-"),
+            r.status,
+            r.tokens.total,
+            r.latency_ms
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! Configuration: defaults < config file (TOML) < `IMAGEGATE_*` environment < flags.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::cli::{GlobalArgs, ServeArgs};
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config file {path}: {source}")]
+    Parse { path: PathBuf, source: toml::de::Error },
+    #[error("invalid listen address {0:?}")]
+    Listen(String),
+}
+
+/// The configuration file, every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<String>,
+    pub database_url: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub redis_url: Option<String>,
+    pub timeouts: TimeoutConfig,
+    pub models: ModelsConfig,
+    pub failover: FailoverConfig,
+    /// User agents (substring match, case-insensitive) of official agent clients that get the
+    /// `image_generation` tool injected into `/v1/responses` when they did not send it.
+    pub agent_user_agents: Vec<String>,
+}
+
+/// Timeouts per hop, in seconds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimeoutConfig {
+    /// Upstream deadline for standard-size requests.
+    pub standard_secs: u64,
+    /// Upstream deadline for large-size requests (above 2560x1440).
+    pub large_secs: u64,
+    /// Interval between SSE keepalive comments while the upstream works.
+    pub keepalive_secs: u64,
+    /// How long shutdown waits for in-flight requests.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for TimeoutConfig {
+    fn default() -> Self {
+        Self {
+            standard_secs: 120,
+            large_secs: 300,
+            keepalive_secs: 15,
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+impl TimeoutConfig {
+    pub fn keepalive(&self) -> Duration {
+        Duration::from_secs(self.keepalive_secs.max(1))
+    }
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+}
+
+/// Which image models are accepted, how they map upstream, and what `/v1/models` lists.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelsConfig {
+    /// Accepted image model ids.
+    pub accepted: Vec<String>,
+    /// Alias -> upstream model id.
+    pub aliases: BTreeMap<String, String>,
+    /// Text/agent models listed by `/v1/models` besides the image models.
+    pub agent_models: Vec<String>,
+}
+
+impl Default for ModelsConfig {
+    fn default() -> Self {
+        Self {
+            accepted: vec![
+                imagegate_domain::GPT_IMAGE_2.to_owned(),
+                imagegate_domain::GPT_IMAGE_2_SNAPSHOT.to_owned(),
+            ],
+            aliases: BTreeMap::new(),
+            agent_models: vec!["gpt-5".to_owned(), "gpt-5-mini".to_owned()],
+        }
+    }
+}
+
+/// Failover bounds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FailoverConfig {
+    /// Most account switches for one request.
+    pub max_switches: u32,
+    /// Most retries of transient errors for one request.
+    pub transient_retries: u32,
+    /// How long a request waits for a busy pool before 429.
+    pub queue_wait_secs: u64,
+}
+
+impl Default for FailoverConfig {
+    fn default() -> Self {
+        Self {
+            max_switches: 3,
+            transient_retries: 2,
+            queue_wait_secs: 30,
+        }
+    }
+}
+
+/// The resolved configuration of one process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub database_url: String,
+    pub data_dir: PathBuf,
+    pub redis_url: Option<String>,
+    pub timeouts: TimeoutConfig,
+    pub models: ModelsConfig,
+    pub failover: FailoverConfig,
+    pub agent_user_agents: Vec<String>,
+}
+
+/// The default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+impl Config {
+    /// Resolves flags and environment (already merged by clap) over the file over defaults.
+    pub fn load(global: &GlobalArgs, serve: &ServeArgs) -> Result<Self, ConfigError> {
+        let file = match &global.config {
+            Some(path) => read_file(path)?,
+            None => FileConfig::default(),
+        };
+        let data_dir = global
+            .data_dir
+            .clone()
+            .or(file.data_dir)
+            .unwrap_or_else(default_data_dir);
+        let database_url = global
+            .database_url
+            .clone()
+            .or(file.database_url)
+            .unwrap_or_else(|| sqlite_url(&data_dir.join("imagegate.db")));
+        let listen = match serve.listen {
+            Some(addr) => addr,
+            None => {
+                let text = file.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+                text.parse().map_err(|_| ConfigError::Listen(text))?
+            }
+        };
+        let mut agent_user_agents = file.agent_user_agents;
+        if agent_user_agents.is_empty() {
+            agent_user_agents = vec!["codex_cli_rs".to_owned(), "codex-cli".to_owned()];
+        }
+        Ok(Self {
+            listen,
+            database_url,
+            data_dir,
+            redis_url: serve.redis_url.clone().or(file.redis_url),
+            timeouts: file.timeouts,
+            models: file.models,
+            failover: file.failover,
+            agent_user_agents,
+        })
+    }
+
+    /// The model catalog the domain validates against.
+    pub fn catalog(&self) -> imagegate_domain::ModelCatalog {
+        imagegate_domain::ModelCatalog::new(self.models.accepted.clone(), self.models.aliases.clone())
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// `$XDG_DATA_HOME/imagegate`, else `~/.local/share/imagegate`, else `./imagegate-data`.
+fn default_data_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("imagegate");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".local/share/imagegate");
+    }
+    PathBuf::from("imagegate-data")
+}
+
+fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_file_and_defaults_fill_the_rest() {
+        let dir = std::env::temp_dir().join(format!("imagegate-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:9000\"\ndatabase_url = \"sqlite://x.db\"\n[timeouts]\nlarge_secs = 400\n",
+        )
+        .unwrap();
+        let global = GlobalArgs {
+            config: Some(path),
+            database_url: None,
+            data_dir: Some(dir.clone()),
+        };
+        let from_file = Config::load(&global, &ServeArgs::default()).unwrap();
+        assert_eq!(from_file.listen.port(), 9000);
+        assert_eq!(from_file.database_url, "sqlite://x.db");
+        assert_eq!(from_file.timeouts.large_secs, 400);
+        assert_eq!(from_file.timeouts.standard_secs, 120);
+        let serve = ServeArgs {
+            listen: Some("127.0.0.1:9100".parse().unwrap()),
+            redis_url: None,
+        };
+        let global = GlobalArgs {
+            database_url: Some("postgres://h/db".into()),
+            ..global
+        };
+        let flagged = Config::load(&global, &serve).unwrap();
+        assert_eq!(flagged.listen.port(), 9100);
+        assert_eq!(flagged.database_url, "postgres://h/db");
+    }
+
+    #[test]
+    fn unknown_file_keys_are_refused() {
+        let dir = std::env::temp_dir().join(format!("imagegate-config-u-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, "lisen = \"127.0.0.1:9000\"\n").unwrap();
+        let global = GlobalArgs {
+            config: Some(path),
+            ..GlobalArgs::default()
+        };
+        let err = Config::load(&global, &ServeArgs::default()).unwrap_err();
+        assert!(err.to_string().contains("lisen"), "{err}");
+    }
+}

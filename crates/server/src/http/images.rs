@@ -1,0 +1,95 @@
+//! `POST /v1/images/generations` and `POST /v1/images/edits`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Extension, Request, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use imagegate_domain::{ImageParams, validate_edit, validate_generation};
+use imagegate_upstream::UpstreamCall;
+
+use crate::http::auth::Caller;
+use crate::http::error::HttpError;
+use crate::http::request_id::RequestId;
+use crate::http::serve_call::{ServeCall, serve};
+use crate::state::AppState;
+use crate::usage::UsageRecorder;
+
+pub async fn generations(
+    State(app): State<Arc<AppState>>,
+    Extension(request_id): Extension<RequestId>,
+    Caller(caller): Caller,
+    body: Bytes,
+) -> Response {
+    let mut usage = UsageRecorder::start(
+        app.usage.clone(),
+        &request_id.0,
+        "/v1/images/generations",
+        &caller,
+    );
+    let params = match decode_generation(&app, &body, &mut usage) {
+        Ok(params) => params,
+        Err(err) => return fail(usage, err),
+    };
+    let call = UpstreamCall::Generate { params: &params };
+    serve(&app, &caller, ServeCall::images(&params, call), usage).await
+}
+
+fn decode_generation(
+    app: &AppState,
+    body: &[u8],
+    usage: &mut UsageRecorder,
+) -> Result<ImageParams, HttpError> {
+    let draft = imagegate_codec::json::decode_generation(body)?;
+    if let Some(model) = &draft.model {
+        usage.model(model);
+    }
+    let params = validate_generation(draft, &app.catalog)?;
+    usage.params(&params);
+    Ok(params)
+}
+
+pub async fn edits(
+    State(app): State<Arc<AppState>>,
+    Extension(request_id): Extension<RequestId>,
+    Caller(caller): Caller,
+    request: Request,
+) -> Response {
+    let mut usage = UsageRecorder::start(app.usage.clone(), &request_id.0, "/v1/images/edits", &caller);
+    let content_type = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let boundary = match imagegate_codec::multipart::boundary(content_type.as_deref().unwrap_or_default()) {
+        Ok(boundary) => boundary,
+        Err(err) => return fail(usage, err.into()),
+    };
+    let body: Body = request.into_body();
+    let form = match imagegate_codec::multipart::decode_edit(body.into_data_stream(), &boundary).await {
+        Ok(form) => form,
+        Err(err) => return fail(usage, err.into()),
+    };
+    if let Some(model) = &form.draft.model {
+        usage.model(model);
+    }
+    let params = match validate_edit(form.draft.clone(), &app.catalog) {
+        Ok(params) => params,
+        Err(err) => return fail(usage, err.into()),
+    };
+    usage.params(&params);
+    let call = UpstreamCall::Edit {
+        params: &params,
+        images: &form.images,
+        mask: form.mask.as_ref(),
+    };
+    serve(&app, &caller, ServeCall::images(&params, call), usage).await
+}
+
+/// Records a request that ends in an error before any upstream call, and answers it.
+pub fn fail(usage: UsageRecorder, err: HttpError) -> Response {
+    usage.finish(err.api.status(), err.api.code());
+    err.into_response()
+}

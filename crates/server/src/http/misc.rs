@@ -1,0 +1,51 @@
+//! `/v1/models`, `/healthz`, `/readyz` and the 404 for unknown routes.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use imagegate_codec::ApiError;
+use serde_json::json;
+
+use crate::http::auth::Caller;
+use crate::http::error::HttpError;
+use crate::state::AppState;
+
+/// Fixed creation time reported for the models (2026-04-21, the snapshot's date).
+const MODEL_CREATED: i64 = 1_776_729_600;
+
+pub async fn models(State(app): State<Arc<AppState>>, _caller: Caller) -> Response {
+    let ids = app
+        .catalog
+        .ids()
+        .map(str::to_owned)
+        .chain(app.config.models.agent_models.iter().cloned());
+    let data: Vec<_> = ids
+        .map(|id| json!({"id": id, "object": "model", "created": MODEL_CREATED, "owned_by": "system"}))
+        .collect();
+    Json(json!({"object": "list", "data": data})).into_response()
+}
+
+pub async fn healthz() -> Response {
+    Json(json!({"status": "ok"})).into_response()
+}
+
+pub async fn readyz(State(app): State<Arc<AppState>>) -> Response {
+    match app.store.ping().await {
+        Ok(()) => Json(json!({"status": "ready", "database": "ok"})).into_response(),
+        Err(err) => {
+            tracing::warn!(error = %err, "database not ready");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"status": "not ready", "database": "unavailable"})),
+            )
+                .into_response()
+        }
+    }
+}
+
+pub async fn not_found(method: Method, uri: Uri) -> Response {
+    HttpError::new(ApiError::route_not_found(method.as_str(), uri.path())).into_response()
+}

@@ -1,0 +1,44 @@
+//! The HTTP surface: routes, layers and handlers.
+
+pub mod auth;
+pub mod error;
+mod images;
+mod misc;
+pub mod request_id;
+mod responses;
+mod serve_call;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+
+use crate::state::AppState;
+
+/// Largest JSON body accepted by the generations endpoint.
+const GENERATION_BODY_LIMIT: usize = 1024 * 1024;
+/// Largest JSON body accepted by the Responses endpoint (it may carry images as data URLs).
+const RESPONSES_BODY_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The whole application.
+pub fn router(state: Arc<AppState>) -> Router {
+    let v1 = Router::new()
+        .route(
+            "/images/generations",
+            post(images::generations).layer(DefaultBodyLimit::max(GENERATION_BODY_LIMIT)),
+        )
+        .route("/images/edits", post(images::edits))
+        .route(
+            "/responses",
+            post(responses::create).layer(DefaultBodyLimit::max(RESPONSES_BODY_LIMIT)),
+        )
+        .route("/models", get(misc::models));
+    Router::new()
+        .nest("/v1", v1)
+        .route("/healthz", get(misc::healthz))
+        .route("/readyz", get(misc::readyz))
+        .fallback(misc::not_found)
+        .layer(axum::middleware::from_fn(request_id::layer))
+        .with_state(state)
+}

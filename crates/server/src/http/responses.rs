@@ -1,0 +1,151 @@
+//! `POST /v1/responses`: a text/agent main model with the `image_generation` tool.
+
+use std::sync::Arc;
+
+use axum::extract::{Extension, State};
+use axum::http::HeaderMap;
+use axum::http::header::USER_AGENT;
+use axum::response::Response;
+use bytes::Bytes;
+use imagegate_domain::{ImageTool, SizeClass, validate_image_tool, validate_main_model};
+use imagegate_upstream::UpstreamCall;
+use serde_json::{Map, Value, json};
+
+use crate::http::auth::Caller;
+use crate::http::error::HttpError;
+use crate::http::images::fail;
+use crate::http::request_id::RequestId;
+use crate::http::serve_call::{ServeCall, serve};
+use crate::relay::stream::StreamKind;
+use crate::state::AppState;
+use crate::usage::UsageRecorder;
+
+pub async fn create(
+    State(app): State<Arc<AppState>>,
+    Extension(request_id): Extension<RequestId>,
+    Caller(caller): Caller,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut usage = UsageRecorder::start(app.usage.clone(), &request_id.0, "/v1/responses", &caller);
+    let user_agent = headers
+        .get(USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let prepared = match prepare(&app, &body, user_agent, &mut usage) {
+        Ok(prepared) => prepared,
+        Err(err) => return fail(usage, err),
+    };
+    let call = UpstreamCall::Respond {
+        body: &prepared.body,
+        stream: prepared.stream,
+    };
+    let class = prepared
+        .tools
+        .iter()
+        .map(|t| t.size.size_class())
+        .max_by_key(|c| matches!(c, SizeClass::Large));
+    let serve_call = ServeCall {
+        call,
+        class: class.unwrap_or(SizeClass::Standard),
+        kind: StreamKind::Responses,
+    };
+    serve(&app, &caller, serve_call, usage).await
+}
+
+struct Prepared {
+    body: Map<String, Value>,
+    stream: bool,
+    tools: Vec<ImageTool>,
+}
+
+fn prepare(
+    app: &AppState,
+    raw: &[u8],
+    user_agent: &str,
+    usage: &mut UsageRecorder,
+) -> Result<Prepared, HttpError> {
+    let decoded = imagegate_codec::json::decode_responses(raw)?;
+    if let Some(model) = &decoded.model {
+        usage.model(model);
+    }
+    validate_main_model(decoded.model.as_deref(), &app.catalog)?;
+    let mut tools = decoded.validate_image_tools(&app.catalog)?;
+    let mut body = decoded.body;
+    if tools.is_empty() && is_agent_client(&app.config.agent_user_agents, user_agent) {
+        push_tool(&mut body, json!({"type": "image_generation"}));
+        tools.push(validate_image_tool(Default::default(), &app.catalog)?);
+    }
+    pin_tool_models(&mut body, &tools);
+    if let Some(tool) = tools.first() {
+        usage.tool(
+            &tool.size.to_string(),
+            tool.quality.as_str(),
+            tool.output_format.as_str(),
+            decoded.stream,
+        );
+    }
+    Ok(Prepared {
+        body,
+        stream: decoded.stream,
+        tools,
+    })
+}
+
+/// Whether the caller is an official agent client that expects the image tool to be there.
+fn is_agent_client(agents: &[String], user_agent: &str) -> bool {
+    let user_agent = user_agent.to_ascii_lowercase();
+    agents
+        .iter()
+        .any(|agent| !agent.is_empty() && user_agent.contains(&agent.to_ascii_lowercase()))
+}
+
+fn push_tool(body: &mut Map<String, Value>, tool: Value) {
+    match body.get_mut("tools") {
+        Some(Value::Array(tools)) => tools.push(tool),
+        _ => {
+            body.insert("tools".to_owned(), Value::Array(vec![tool]));
+        }
+    }
+}
+
+/// Every image tool names the upstream id of its (validated) model; a tool without one gets
+/// `gpt-image-2`, the model this gateway serves.
+fn pin_tool_models(body: &mut Map<String, Value>, tools: &[ImageTool]) {
+    let Some(Value::Array(entries)) = body.get_mut("tools") else {
+        return;
+    };
+    let image_tools = entries
+        .iter_mut()
+        .filter_map(Value::as_object_mut)
+        .filter(|tool| tool.get("type").and_then(Value::as_str) == Some("image_generation"));
+    for (entry, tool) in image_tools.zip(tools) {
+        let model = tool
+            .model
+            .as_ref()
+            .map_or(imagegate_domain::GPT_IMAGE_2, |m| m.upstream());
+        entry.insert("model".to_owned(), Value::String(model.to_owned()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_clients_match_by_substring_case_insensitively() {
+        let agents = vec!["codex_cli_rs".to_owned()];
+        assert!(is_agent_client(&agents, "Codex_CLI_RS/0.40 (Linux)"));
+        assert!(!is_agent_client(&agents, "OpenAI/Python 3.54.0"));
+        assert!(!is_agent_client(&[String::new()], "anything"));
+    }
+
+    #[test]
+    fn tools_are_added_to_an_existing_list_or_created() {
+        let mut body = Map::new();
+        push_tool(&mut body, json!({"type": "image_generation"}));
+        assert_eq!(body["tools"], json!([{"type": "image_generation"}]));
+        push_tool(&mut body, json!({"type": "web_search"}));
+        assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
+    }
+}

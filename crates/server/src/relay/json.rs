@@ -1,0 +1,71 @@
+//! Answering with a non-streaming reply: the upstream's JSON body, held once and sent on as is,
+//! with usage read from it by the streaming scanner (no second parsed copy of the images).
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use crate::relay::held::Held;
+use crate::relay::stream::ResponsesUsage;
+use crate::usage::UsageRecorder;
+
+/// An images response body.
+pub fn images_body(body: Bytes, mut usage: UsageRecorder, held: Held) -> Response {
+    let summary = imagegate_codec::usage_scan::scan(&body);
+    let images = u32::try_from(summary.images).unwrap_or(u32::MAX);
+    usage.produced(
+        summary.size.as_deref(),
+        summary.quality.as_deref(),
+        summary.output_format.as_deref(),
+        images,
+    );
+    if let Some(tokens) = &summary.usage {
+        usage.usage(tokens);
+    }
+    send(body, usage, held)
+}
+
+/// A Responses API body: the main model's usage and the image calls' sizes.
+pub fn responses_body(body: Bytes, mut usage: UsageRecorder, held: Held) -> Response {
+    if let Ok(head) = serde_json::from_slice::<ResponseHead>(&body) {
+        if let Some(tokens) = head.usage {
+            usage.usage(&tokens.into_usage());
+        }
+        for item in head.output.iter().filter(|i| i.kind == "image_generation_call") {
+            usage.produced(
+                item.size.as_deref(),
+                item.quality.as_deref(),
+                item.output_format.as_deref(),
+                1,
+            );
+        }
+    }
+    send(body, usage, held)
+}
+
+fn send(body: Bytes, mut usage: UsageRecorder, held: Held) -> Response {
+    usage.first_byte();
+    usage.finish(200, None);
+    drop(held);
+    let mut response = (StatusCode::OK, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[derive(serde::Deserialize)]
+struct ResponseHead {
+    usage: Option<ResponsesUsage>,
+    #[serde(default)]
+    output: Vec<OutputItem>,
+}
+
+#[derive(serde::Deserialize)]
+struct OutputItem {
+    #[serde(rename = "type", default)]
+    kind: String,
+    size: Option<String>,
+    quality: Option<String>,
+    output_format: Option<String>,
+}

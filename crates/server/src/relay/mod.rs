@@ -1,0 +1,218 @@
+//! The failover loop: pick an account, call it, learn from the outcome, try another.
+//!
+//! A request moves to another account on rate limits, auth failures and transient errors, at most
+//! `max_switches` times and with at most `transient_retries` retries of transient errors, with a
+//! small jittered pause before a transient retry. Validation and policy errors go back to the
+//! client untouched and never cost the account anything. Nothing here runs once a byte reached the
+//! client: the handlers only start answering with the [`Relayed`] reply in hand.
+
+pub mod held;
+pub mod json;
+mod outcome;
+pub mod stream;
+
+use std::time::Duration;
+
+use imagegate_codec::ApiError;
+use imagegate_dispatch::{DispatchRequest, GroupId, Lease, PoolError, SizeClass};
+use imagegate_domain::ErrorKind;
+use imagegate_upstream::{Failure, FailureKind, Reply, UpstreamCall};
+
+use crate::http::error::HttpError;
+use crate::state::AppState;
+
+pub use outcome::outcome_of;
+
+/// One call to relay.
+#[derive(Debug, Clone, Copy)]
+pub struct RelayRequest<'a> {
+    pub group: &'a GroupId,
+    pub class: SizeClass,
+    pub image: bool,
+    pub call: UpstreamCall<'a>,
+    pub deadline: Duration,
+}
+
+/// A reply from an account, with the lease that keeps the account's slot while it is relayed.
+#[derive(Debug)]
+pub struct Relayed {
+    pub reply: Reply,
+    pub lease: Lease,
+    pub account_id: Option<i64>,
+    pub switches: u32,
+}
+
+/// Why relaying failed, and which account was tried last.
+#[derive(Debug)]
+pub struct RelayFailure {
+    pub error: HttpError,
+    pub account_id: Option<i64>,
+    pub switches: u32,
+}
+
+/// Runs the failover loop for one request.
+pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed, RelayFailure> {
+    let failover = &app.config.failover;
+    let mut tried = Vec::new();
+    let mut switches = 0u32;
+    let mut transient_retries = 0u32;
+    let mut last: Option<(Failure, Option<i64>)> = None;
+    loop {
+        let dispatch = DispatchRequest {
+            group: request.group.clone(),
+            class: request.class,
+            image: request.image,
+            exclude: tried.clone(),
+        };
+        let lease = match app.dispatcher.acquire(&dispatch).await {
+            Ok(lease) => lease,
+            Err(err) => return Err(pool_failure(err, last, switches)),
+        };
+        let account = lease.account().clone();
+        let account_id = account.as_str().parse::<i64>().ok();
+        let Some(target) = app.accounts.target(&account) else {
+            tried.push(account);
+            continue;
+        };
+        match app.upstream.call(&target, request.call, request.deadline).await {
+            Ok(reply) => {
+                record(app, &account, &imagegate_dispatch::Outcome::Success).await;
+                return Ok(Relayed {
+                    reply,
+                    lease,
+                    account_id,
+                    switches,
+                });
+            }
+            Err(failure) => {
+                record(app, &account, &outcome_of(&failure)).await;
+                drop(lease);
+                tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,
+                    "upstream call failed");
+                let transient = matches!(failure.kind, FailureKind::Transient | FailureKind::Timeout);
+                if !switchable(&failure.kind)
+                    || switches >= failover.max_switches
+                    || (transient && transient_retries >= failover.transient_retries)
+                {
+                    return Err(RelayFailure {
+                        error: failure_error(&failure),
+                        account_id,
+                        switches,
+                    });
+                }
+                if transient {
+                    transient_retries += 1;
+                    tokio::time::sleep(jitter(transient_retries)).await;
+                }
+                switches += 1;
+                tried.push(account);
+                last = Some((failure, account_id));
+            }
+        }
+    }
+}
+
+async fn record(
+    app: &AppState,
+    account: &imagegate_dispatch::AccountId,
+    outcome: &imagegate_dispatch::Outcome,
+) {
+    if let Err(err) = app.dispatcher.record_outcome(account, outcome).await {
+        tracing::error!(error = %err, "could not record an upstream outcome");
+    }
+}
+
+/// Failures another account may not have.
+fn switchable(kind: &FailureKind) -> bool {
+    matches!(
+        kind,
+        FailureKind::RateLimited { .. }
+            | FailureKind::Unauthorized
+            | FailureKind::Forbidden { .. }
+            | FailureKind::Transient
+            | FailureKind::Timeout
+            | FailureKind::NoImage
+    )
+}
+
+/// 100-300 ms, growing a little with each retry.
+fn jitter(attempt: u32) -> Duration {
+    let base = 100 * u64::from(attempt.min(3));
+    Duration::from_millis(base + rand::random_range(0..=100))
+}
+
+/// What the client sees for an upstream failure that ends the request.
+pub fn failure_error(failure: &Failure) -> HttpError {
+    match &failure.kind {
+        FailureKind::RateLimited { reset_at_unix_ms, .. } => {
+            let wait = reset_at_unix_ms.map(|at| {
+                let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
+                Duration::from_millis(at.saturating_sub(now))
+            });
+            HttpError::new(ApiError::new(
+                ErrorKind::UsageLimitReached,
+                "The upstream account reached its usage limit; try again later.",
+            ))
+            .with_retry_after(wait.or(Some(Duration::from_secs(1))))
+        }
+        _ => HttpError::new(failure.client_error()),
+    }
+}
+
+fn pool_failure(err: PoolError, last: Option<(Failure, Option<i64>)>, switches: u32) -> RelayFailure {
+    let account_id = last.as_ref().and_then(|(_, id)| *id);
+    let error = match err {
+        PoolError::AllCoolingDown { retry_after, .. } => HttpError::new(ApiError::new(
+            ErrorKind::UsageLimitReached,
+            "Every upstream account of this key's group reached its usage limit; retry after the reset.",
+        ))
+        .with_retry_after(Some(retry_after)),
+        PoolError::AllBusy { retry_after } | PoolError::WaitQueueFull { retry_after } => {
+            HttpError::new(ApiError::new(
+                ErrorKind::UsageLimitReached,
+                "Every upstream account of this key's group is busy; retry shortly.",
+            ))
+            .with_retry_after(Some(retry_after))
+        }
+        PoolError::NoAccounts { .. } => match last {
+            Some((failure, _)) => failure_error(&failure),
+            None => HttpError::new(ApiError::new(
+                ErrorKind::Overloaded,
+                "No upstream account can serve this key's group right now.",
+            )),
+        },
+        PoolError::LeaseExpired | PoolError::State(_) => {
+            tracing::error!(error = %err, "dispatcher failed");
+            HttpError::new(ApiError::internal())
+        }
+    };
+    RelayFailure {
+        error,
+        account_id,
+        switches,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_account_specific_failures_switch_accounts() {
+        assert!(switchable(&FailureKind::RateLimited {
+            reset_at_unix_ms: None,
+            images_only: false
+        }));
+        assert!(switchable(&FailureKind::Transient));
+        assert!(!switchable(&FailureKind::Invalid));
+        assert!(!switchable(&FailureKind::Refused));
+    }
+
+    #[test]
+    fn jitter_stays_small() {
+        for attempt in 0..10 {
+            let pause = jitter(attempt);
+            assert!(pause <= Duration::from_millis(400), "{pause:?}");
+        }
+    }
+}

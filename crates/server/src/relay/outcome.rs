@@ -1,0 +1,39 @@
+//! Upstream failures, as the dispatcher's outcomes.
+
+use imagegate_dispatch::{LimitScope, Outcome, UnixMillis};
+use imagegate_upstream::{Failure, FailureKind};
+
+/// What a failure means for the account that produced it.
+pub fn outcome_of(failure: &Failure) -> Outcome {
+    match &failure.kind {
+        FailureKind::RateLimited {
+            reset_at_unix_ms,
+            images_only,
+        } => Outcome::RateLimited {
+            reset_at: reset_at_unix_ms.map(UnixMillis),
+            scope: if *images_only {
+                LimitScope::ImagesOnly
+            } else {
+                LimitScope::All
+            },
+        },
+        FailureKind::Unauthorized => Outcome::AuthFailed {
+            reason: short(&failure.message),
+        },
+        FailureKind::Forbidden { json_body } => Outcome::Forbidden {
+            json_body: *json_body,
+            detail: short(&failure.message),
+        },
+        FailureKind::Transient | FailureKind::Timeout | FailureKind::NoImage | FailureKind::Protocol => {
+            Outcome::Transient {
+                detail: short(&failure.message),
+            }
+        }
+        FailureKind::Refused | FailureKind::Invalid | FailureKind::ModelUnsupported => Outcome::Invalid,
+    }
+}
+
+/// At most 200 characters of a message, for the operator's view.
+fn short(message: &str) -> String {
+    message.chars().take(200).collect()
+}

@@ -1,0 +1,170 @@
+//! Starting and stopping the gateway.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use imagegate_dispatch::{
+    DispatchConfig, Dispatcher, KeyGate, MemoryKeyLimiter, MemoryPoolState, SystemClock,
+};
+use imagegate_store::{KeyCache, MasterKey, Store, UsageWriter, UsageWriterConfig};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::accounts::AccountDirectory;
+use crate::config::Config;
+use crate::state::AppState;
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("data directory {path}: {source}")]
+    DataDir { path: String, source: std::io::Error },
+    #[error("master key: {0}")]
+    MasterKey(#[from] imagegate_store::CryptoError),
+    #[error("database: {0}")]
+    Store(#[from] imagegate_store::StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error("upstream client: {0}")]
+    Upstream(String),
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How often accounts are re-read from the store (changes made by the CLI or another replica).
+const ACCOUNT_REFRESH: Duration = Duration::from_secs(5);
+/// How long an authenticated key stays cached (a disabled key stops within this time).
+const KEY_CACHE_TTL: Duration = Duration::from_secs(2);
+
+/// Opens the data directory and the database (applying migrations).
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|source| ServeError::DataDir {
+        path: config.data_dir.display().to_string(),
+        source,
+    })?;
+    let master_key = MasterKey::load_or_create_from_env(&config.data_dir)?;
+    Ok(imagegate_store::connect(&config.database_url, &master_key).await?)
+}
+
+/// Serves until `shutdown` resolves or a SIGINT/SIGTERM arrives, then drains in-flight requests
+/// (bounded by the configured grace) and flushes usage records.
+pub async fn run(
+    config: Config,
+    store: Arc<dyn Store>,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    if config.redis_url.is_some() {
+        tracing::warn!("--redis-url is not supported yet: dispatcher state stays in this process");
+    }
+    let clock = Arc::new(SystemClock);
+    let dispatch_config = DispatchConfig {
+        max_wait: Duration::from_secs(config.failover.queue_wait_secs),
+        lease_ttl: Duration::from_secs(config.timeouts.large_secs.max(config.timeouts.standard_secs) + 60),
+        ..DispatchConfig::default()
+    };
+    let dispatcher = Arc::new(Dispatcher::new(
+        Arc::new(MemoryPoolState::default()),
+        clock.clone(),
+        dispatch_config,
+    ));
+    let key_gate = KeyGate::new(Arc::new(MemoryKeyLimiter::new(Duration::from_secs(1))), clock);
+    let accounts = AccountDirectory::new(store.clone(), dispatcher.clone());
+    let count = accounts.refresh().await?;
+    tracing::info!(accounts = count, "upstream accounts loaded");
+    let (usage, writer) = UsageWriter::spawn(store.clone(), UsageWriterConfig::default());
+    let upstream = imagegate_upstream::HttpUpstream::new(imagegate_upstream::UpstreamConfig::default())
+        .map_err(|e| ServeError::Upstream(e.to_string()))?;
+    let state = Arc::new(AppState {
+        catalog: config.catalog(),
+        keys: KeyCache::new(store.clone(), KEY_CACHE_TTL),
+        store: store.clone(),
+        dispatcher,
+        key_gate,
+        upstream: Arc::new(upstream),
+        accounts,
+        usage,
+        config: config.clone(),
+    });
+
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServeError::Listen {
+            addr: config.listen.to_string(),
+            source,
+        })?;
+    let local = listener.local_addr()?;
+    println!("imagegate listening on http://{local}");
+    tracing::info!(%local, "listening");
+
+    let refresher = tokio::spawn(refresh_accounts(state.clone(), shutdown.clone()));
+    spawn_signal_listener(shutdown.clone());
+    let app = crate::http::router(state.clone());
+    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let grace = config.timeouts.shutdown_grace();
+    let drained = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = server => result?,
+        () = drained => tracing::warn!("shutdown grace period over; closing remaining connections"),
+    }
+    shutdown.cancel();
+    let _ = refresher.await;
+    drop(state);
+    match writer.shutdown().await {
+        Ok(stats) => tracing::info!(written = stats.written, "usage records flushed"),
+        Err(err) => tracing::error!(error = %err, "usage records could not all be written"),
+    }
+    store.close().await;
+    Ok(())
+}
+
+async fn refresh_accounts(state: Arc<AppState>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(ACCOUNT_REFRESH);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {
+                if let Err(err) = state.accounts.refresh().await {
+                    tracing::warn!(error = %err, "could not refresh upstream accounts");
+                }
+            }
+        }
+    }
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM.
+fn spawn_signal_listener(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = signal() => {
+                tracing::info!("shutdown signal received; draining");
+                shutdown.cancel();
+            }
+            () = shutdown.cancelled() => {}
+        }
+    });
+}
+
+async fn signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

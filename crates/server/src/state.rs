@@ -1,0 +1,32 @@
+//! Everything a request handler needs, built once at start.
+
+use std::sync::Arc;
+
+use imagegate_dispatch::{Dispatcher, KeyGate};
+use imagegate_domain::ModelCatalog;
+use imagegate_store::{KeyCache, Store, UsageSink};
+use imagegate_upstream::Upstream;
+
+use crate::accounts::AccountDirectory;
+use crate::config::Config;
+
+/// Shared state of the gateway.
+pub struct AppState {
+    pub config: Config,
+    pub catalog: ModelCatalog,
+    pub store: Arc<dyn Store>,
+    pub keys: KeyCache,
+    pub dispatcher: Arc<Dispatcher>,
+    pub key_gate: KeyGate,
+    pub upstream: Arc<dyn Upstream>,
+    pub accounts: AccountDirectory,
+    pub usage: UsageSink,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("listen", &self.config.listen)
+            .finish_non_exhaustive()
+    }
+}

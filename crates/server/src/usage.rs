@@ -1,0 +1,171 @@
+//! One usage record per request, success or failure, written even when the client went away.
+
+use std::time::Instant;
+
+use imagegate_domain::{ImageParams, Usage};
+use imagegate_store::{AuthContext, Timestamp, TokenCounts, UsageRecord, UsageSink};
+
+/// A usage record being filled in while the request runs. Dropping it unfinished records the
+/// request as abandoned by the client (status 499), so no request goes unrecorded.
+#[derive(Debug)]
+pub struct UsageRecorder {
+    record: Option<UsageRecord>,
+    started: Instant,
+    sink: UsageSink,
+}
+
+/// Status recorded for a request whose client went away before the end.
+pub const CLIENT_CLOSED: u16 = 499;
+
+impl UsageRecorder {
+    pub fn start(sink: UsageSink, request_id: &str, endpoint: &str, caller: &AuthContext) -> Self {
+        let record = UsageRecord {
+            request_id: request_id.to_owned(),
+            created_at: Timestamp::now(),
+            endpoint: endpoint.to_owned(),
+            model: String::new(),
+            size_requested: None,
+            size_produced: None,
+            quality_requested: None,
+            quality_produced: None,
+            output_format: None,
+            n: 1,
+            images: 0,
+            stream: false,
+            status: CLIENT_CLOSED,
+            error_code: Some("client_closed".to_owned()),
+            tokens: TokenCounts::default(),
+            latency_ms: 0,
+            ttfb_ms: None,
+            account_id: None,
+            group_id: Some(caller.group_id),
+            user_id: Some(caller.user_id),
+            key_id: Some(caller.key_id),
+            fallback_note: None,
+        };
+        Self {
+            record: Some(record),
+            started: Instant::now(),
+            sink,
+        }
+    }
+
+    fn with(&mut self, change: impl FnOnce(&mut UsageRecord)) {
+        if let Some(record) = self.record.as_mut() {
+            change(record);
+        }
+    }
+
+    /// The model asked for, before validation (so refused requests still show it).
+    pub fn model(&mut self, model: &str) {
+        self.with(|r| r.model = model.to_owned());
+    }
+
+    /// What a validated images request asked for.
+    pub fn params(&mut self, params: &ImageParams) {
+        self.with(|r| {
+            r.model = params.model.requested().to_owned();
+            r.size_requested = Some(params.size.to_string());
+            r.quality_requested = Some(params.quality.as_str().to_owned());
+            r.output_format = Some(params.output_format.as_str().to_owned());
+            r.n = u32::from(params.n);
+            r.stream = params.stream;
+        });
+    }
+
+    /// The tool parameters of a Responses request.
+    pub fn tool(&mut self, size: &str, quality: &str, output_format: &str, stream: bool) {
+        self.with(|r| {
+            r.size_requested = Some(size.to_owned());
+            r.quality_requested = Some(quality.to_owned());
+            r.output_format = Some(output_format.to_owned());
+            r.stream = stream;
+        });
+    }
+
+    /// The account currently serving the request.
+    pub fn account(&mut self, account_id: Option<i64>) {
+        self.with(|r| r.account_id = account_id.map(imagegate_store::AccountId));
+    }
+
+    /// A note on what failover or a fallback changed.
+    pub fn note(&mut self, note: String) {
+        self.with(|r| {
+            r.fallback_note = Some(match r.fallback_note.take() {
+                Some(before) => format!("{before}; {note}"),
+                None => note,
+            });
+        });
+    }
+
+    /// The first byte of the answer is leaving now.
+    pub fn first_byte(&mut self) {
+        let ms = elapsed_ms(self.started);
+        self.with(|r| {
+            r.ttfb_ms.get_or_insert(ms);
+        });
+    }
+
+    /// What the upstream produced.
+    pub fn produced(&mut self, size: Option<&str>, quality: Option<&str>, format: Option<&str>, images: u32) {
+        self.with(|r| {
+            if let Some(size) = size {
+                r.size_produced = Some(size.to_owned());
+            }
+            if let Some(quality) = quality {
+                r.quality_produced = Some(quality.to_owned());
+            }
+            if let Some(format) = format {
+                r.output_format = Some(format.to_owned());
+            }
+            r.images = r.images.saturating_add(images);
+        });
+    }
+
+    /// Token usage reported by the upstream (added up over several images or events).
+    pub fn usage(&mut self, usage: &Usage) {
+        self.with(|r| {
+            let t = &mut r.tokens;
+            t.input = t.input.saturating_add(usage.input_tokens);
+            t.output = t.output.saturating_add(usage.output_tokens);
+            t.total = t.total.saturating_add(usage.total_tokens);
+            add(&mut t.input_text, usage.input_tokens_details.text_tokens);
+            add(&mut t.input_image, usage.input_tokens_details.image_tokens);
+            add(&mut t.output_text, usage.output_tokens_details.text_tokens);
+            add(&mut t.output_image, usage.output_tokens_details.image_tokens);
+        });
+    }
+
+    /// Ends the record with the status and error code the client saw, and queues it.
+    pub fn finish(mut self, status: u16, error_code: Option<&str>) {
+        self.with(|r| {
+            r.status = status;
+            r.error_code = error_code.map(str::to_owned);
+        });
+        self.submit();
+    }
+
+    fn submit(&mut self) {
+        let latency = elapsed_ms(self.started);
+        if let Some(mut record) = self.record.take() {
+            record.latency_ms = latency;
+            if let Err(err) = self.sink.record(record) {
+                tracing::error!(error = %err, "usage record could not be queued");
+            }
+        }
+    }
+}
+
+impl Drop for UsageRecorder {
+    fn drop(&mut self) {
+        self.submit();
+    }
+}
+
+fn add(slot: &mut Option<u64>, value: u64) {
+    *slot = Some(slot.unwrap_or(0).saturating_add(value));
+}
+
+fn elapsed_ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}

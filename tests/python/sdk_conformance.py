@@ -1,0 +1,116 @@
+"""Conformance of imagegate with the official `openai` Python SDK, unmodified.
+
+Run by tests/tests/python_sdk.rs against a real gateway and simulator:
+IMAGEGATE_BASE_URL (ends with /v1), IMAGEGATE_KEY, IMAGEGATE_FIXTURES (a folder with a.png, b.png, mask.png).
+Each check raises on failure; the last line counts what passed.
+"""
+
+import base64
+import os
+import struct
+import sys
+
+import openai
+from openai import OpenAI
+
+BASE = os.environ["IMAGEGATE_BASE_URL"]
+KEY = os.environ["IMAGEGATE_KEY"]
+FIXTURES = os.environ["IMAGEGATE_FIXTURES"]
+
+client = OpenAI(base_url=BASE, api_key=KEY, max_retries=0, timeout=120)
+
+
+def png_size(data: bytes):
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def check_generate():
+    result = client.images.generate(model="gpt-image-2", prompt="a lighthouse at dusk", size="1536x1024", quality="low")
+    assert png_size(base64.b64decode(result.data[0].b64_json)) == (1536, 1024)
+    assert result.size == "1536x1024" and result.output_format == "png" and result.quality == "low"
+    assert result.usage.total_tokens == result.usage.input_tokens + result.usage.output_tokens > 0
+    assert result.usage.input_tokens_details.text_tokens > 0
+
+
+def check_generate_stream():
+    stream = client.images.generate(
+        model="gpt-image-2", prompt="a red kite", size="1024x1024", stream=True, partial_images=2
+    )
+    events = list(stream)
+    kinds = [event.type for event in events]
+    assert kinds == ["image_generation.partial_image"] * 2 + ["image_generation.completed"], kinds
+    assert [e.partial_image_index for e in events[:2]] == [0, 1]
+    final = events[-1]
+    assert png_size(base64.b64decode(final.b64_json)) == (1024, 1024)
+    assert final.usage.total_tokens > 0
+
+
+def check_edit():
+    with open(os.path.join(FIXTURES, "a.png"), "rb") as a, open(os.path.join(FIXTURES, "b.png"), "rb") as b, open(
+        os.path.join(FIXTURES, "mask.png"), "rb"
+    ) as mask:
+        result = client.images.edit(
+            model="gpt-image-2", image=[a, b], mask=mask, prompt="add a small boat", size="1024x1024"
+        )
+    assert png_size(base64.b64decode(result.data[0].b64_json)) == (1024, 1024)
+    assert result.usage.input_tokens_details.image_tokens > 0
+
+
+def check_responses():
+    response = client.responses.create(
+        model="gpt-5",
+        input="Draw a watercolor fox.",
+        tools=[{"type": "image_generation", "size": "1024x1024", "quality": "low"}],
+    )
+    calls = [item for item in response.output if item.type == "image_generation_call"]
+    assert calls and calls[0].result, response.output
+    assert png_size(base64.b64decode(calls[0].result)) == (1024, 1024)
+    with client.responses.stream(
+        model="gpt-5",
+        input="Draw a paper crane.",
+        tools=[{"type": "image_generation", "size": "1024x1024", "partial_images": 1}],
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed", kinds
+    assert "response.image_generation_call.partial_image" in kinds, kinds
+    assert any(item.type == "image_generation_call" and item.result for item in final.output)
+
+
+def check_wrong_key():
+    bad = OpenAI(base_url=BASE, api_key="sk-ig-aaaaaaaaaaaa-notarealsecretnotarealsecret00", max_retries=0)
+    try:
+        bad.images.generate(model="gpt-image-2", prompt="x")
+    except openai.AuthenticationError as err:
+        assert err.status_code == 401 and err.code == "INVALID_API_KEY", err
+        assert err.request_id, "x-request-id missing"
+    else:
+        raise AssertionError("a wrong key was accepted")
+
+
+def check_invalid_size():
+    try:
+        client.images.generate(model="gpt-image-2", prompt="x", size="1792x936")
+    except openai.BadRequestError as err:
+        assert err.status_code == 400 and err.param == "size", err
+        assert err.type == "invalid_request_error", err
+        assert "936" in err.message, err.message
+    else:
+        raise AssertionError("an invalid size was accepted")
+
+
+CHECKS = [check_generate, check_generate_stream, check_edit, check_responses, check_wrong_key, check_invalid_size]
+
+if __name__ == "__main__":
+    passed = failed = 0
+    for check in CHECKS:
+        try:
+            check()
+            passed += 1
+            print(f"ok   {check.__name__}")
+        except Exception as err:  # noqa: BLE001 - report every failing check
+            failed += 1
+            print(f"FAIL {check.__name__}: {err!r}")
+    print(f"sdk conformance: {passed} ok, {failed} failing")
+    sys.exit(1 if failed else 0)

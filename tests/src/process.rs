@@ -1,0 +1,186 @@
+//! Spawning the binaries and talking to the admin CLI.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Path of a workspace binary built beside the running test executable.
+pub fn bin_path(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built; run the tests with `cargo xtask test`",
+        path.display()
+    );
+    path
+}
+
+/// Reads stdout lines until one contains `marker`, returning the URL after `http://`.
+fn wait_for_url(child: &mut Child, marker: &str) -> String {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    let wanted = marker.to_owned();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if !sent
+                && line.contains(&wanted)
+                && let Some(at) = line.find("http://")
+            {
+                let _ = tx.send(line[at..].trim().to_owned());
+                sent = true;
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("no '{marker}' line within 60 s"))
+}
+
+fn terminate(child: &mut Child) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    for _ in 0..100 {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A running `imagegate-sim`.
+#[derive(Debug)]
+pub struct Sim {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+}
+
+impl Sim {
+    pub fn spawn(args: &[&str]) -> Self {
+        let mut child = Command::new(bin_path("imagegate-sim"))
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn imagegate-sim");
+        let url = wait_for_url(&mut child, "listening on");
+        Self { child, url }
+    }
+
+    /// The base URL an OpenAI-compatible account uses.
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.url)
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        terminate(&mut self.child);
+    }
+}
+
+/// A running `imagegate serve` on its own SQLite database.
+#[derive(Debug)]
+pub struct Gateway {
+    child: Option<Child>,
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    /// The data directory (database, master key).
+    pub data_dir: PathBuf,
+}
+
+impl Gateway {
+    /// Starts `imagegate serve` with the data directory `data_dir`, plus extra arguments.
+    pub fn spawn(data_dir: &Path, args: &[&str]) -> Self {
+        let mut child = Command::new(bin_path("imagegate"))
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("IMAGEGATE_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn imagegate");
+        let url = wait_for_url(&mut child, "imagegate listening on");
+        Self {
+            child: Some(child),
+            url,
+            data_dir: data_dir.to_owned(),
+        }
+    }
+
+    pub fn v1(&self, path: &str) -> String {
+        format!("{}/v1{path}", self.url)
+    }
+
+    /// Sends SIGTERM and waits for the process to exit; returns whether it exited successfully.
+    pub fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        for _ in 0..600 {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        false
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            terminate(child);
+        }
+    }
+}
+
+/// Runs `imagegate --data-dir DIR ARGS...` and returns its stdout; panics on failure.
+pub fn admin(data_dir: &Path, args: &[&str]) -> String {
+    admin_with_stdin(data_dir, args, "")
+}
+
+/// Like [`admin`], writing `stdin` to the command's standard input.
+pub fn admin_with_stdin(data_dir: &Path, args: &[&str], stdin: &str) -> String {
+    let mut child = Command::new(bin_path("imagegate"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .env("IMAGEGATE_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn imagegate admin");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("admin output");
+    assert!(
+        out.status.success(),
+        "imagegate {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

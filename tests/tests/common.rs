@@ -1,0 +1,117 @@
+//! Shared set-up: a simulator, a gateway on a fresh SQLite database, a user, an account and a key.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+
+use imagegate_e2e::{Gateway, Sim, admin, admin_with_stdin};
+use tempfile::TempDir;
+
+#[derive(Debug)]
+pub struct Setup {
+    pub dir: TempDir,
+    pub sim: Sim,
+    pub gateway: Gateway,
+    pub key: String,
+    pub client: reqwest::Client,
+}
+
+/// The credential the gateway sends to the simulator for account `name`.
+pub fn credential(name: &str) -> String {
+    format!("sk-upstream-{name}")
+}
+
+/// Adds an OpenAI-compatible account pointing at the simulator.
+pub fn add_account(dir: &std::path::Path, sim: &Sim, name: &str, extra: &[&str]) {
+    let base = sim.base_url();
+    let mut args = vec![
+        "accounts",
+        "add",
+        "--name",
+        name,
+        "--kind",
+        "openai",
+        "--base-url",
+        &base,
+    ];
+    args.extend_from_slice(extra);
+    admin_with_stdin(dir, &args, &credential(name));
+}
+
+/// One simulator, one account (`acct-a`), user alice with one key, and a running gateway.
+pub fn setup() -> Setup {
+    setup_with(&["acct-a"], &[])
+}
+
+pub fn setup_with(accounts: &[&str], gateway_args: &[&str]) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::spawn(&[]);
+    admin(dir.path(), &["users", "add", "alice"]);
+    for name in accounts {
+        add_account(dir.path(), &sim, name, &["--tier", "pro"]);
+    }
+    let key = admin(
+        dir.path(),
+        &["keys", "create", "--user", "alice", "--name", "e2e"],
+    )
+    .trim()
+    .to_owned();
+    let gateway = Gateway::spawn(dir.path(), gateway_args);
+    Setup {
+        dir,
+        sim,
+        gateway,
+        key,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl Setup {
+    pub fn post_json(&self, path: &str, body: serde_json::Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(self.gateway.v1(path))
+            .bearer_auth(&self.key)
+            .json(&body)
+    }
+
+    /// Usage records, newest first, as the admin CLI prints them.
+    pub fn usage(&self) -> Vec<serde_json::Value> {
+        let out = admin(self.dir.path(), &["usage", "list", "--json", "--limit", "100"]);
+        serde_json::from_str(&out).unwrap()
+    }
+
+    /// Waits until at least `count` usage records exist (the writer batches).
+    pub async fn usage_at_least(&self, count: usize) -> Vec<serde_json::Value> {
+        for _ in 0..100 {
+            let records = self.usage();
+            if records.len() >= count {
+                return records;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("fewer than {count} usage records after 10 s: {:?}", self.usage());
+    }
+
+    /// The simulator's request counters.
+    pub async fn sim_stats(&self) -> serde_json::Value {
+        self.client
+            .get(format!("{}/sim/stats", self.sim.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Scripts a fault in the simulator.
+    pub async fn sim_fault(&self, rule: serde_json::Value) {
+        let status = self
+            .client
+            .post(format!("{}/sim/faults", self.sim.url))
+            .json(&rule)
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert!(status.is_success(), "scripting a fault failed: {status}");
+    }
+}

@@ -1,0 +1,164 @@
+//! End to end: upstream failures, shutdown and disconnects, against the real binaries.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{credential, setup, setup_with};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+fn small_generation() -> Value {
+    json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low"})
+}
+
+#[tokio::test]
+async fn an_html_error_page_becomes_a_502_upstream_request_failed() {
+    let s = setup();
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "html_502"}))
+        .await;
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Upstream request failed"),
+        "{body}"
+    );
+    assert!(
+        !body.to_string().contains("<html"),
+        "the proxy page must not leak: {body}"
+    );
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 502);
+}
+
+#[tokio::test]
+async fn a_content_refusal_passes_through_and_is_not_retried() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    s.sim_fault(json!({"fault": "refusal"})).await;
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "moderation_blocked");
+    assert_eq!(
+        s.sim_stats().await["requests"],
+        1,
+        "a policy refusal must not be retried"
+    );
+}
+
+#[tokio::test]
+async fn a_single_exhausted_account_answers_429_with_retry_after() {
+    let s = setup();
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "usage_limit", "resets_in_seconds": 120}))
+        .await;
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((100..=121).contains(&retry_after), "retry-after {retry_after}");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "usage_limit_reached");
+    // The account cools down until its reset: the next request does not reach the upstream.
+    let again = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 429);
+    assert_eq!(s.sim_stats().await["requests"], 1);
+}
+
+#[tokio::test]
+async fn a_rate_limited_account_fails_over_to_the_next() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "usage_limit", "resets_in_seconds": 300}))
+        .await;
+    for _ in 0..3 {
+        let response = s
+            .post_json("/images/generations", small_generation())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let stats = s.sim_stats().await;
+    assert!(
+        stats["by_token"][credential("acct-a")]["requests"]
+            .as_u64()
+            .unwrap_or(0)
+            <= 1,
+        "{stats}"
+    );
+    assert_eq!(stats["by_token"][credential("acct-b")]["requests"], 3, "{stats}");
+}
+
+#[tokio::test]
+async fn shutdown_lets_an_in_flight_request_finish_and_flushes_its_usage() {
+    let mut s = setup();
+    s.sim_fault(json!({"fault": "stall", "stall_ms": 1500})).await;
+    let request = s.post_json("/images/generations", small_generation()).send();
+    let started = std::time::Instant::now();
+    let in_flight = tokio::spawn(request);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stopped = tokio::task::spawn_blocking(move || {
+        let ok = s.gateway.stop();
+        (ok, s)
+    });
+    let response = in_flight.await.unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        started.elapsed() >= Duration::from_millis(1400),
+        "the request was not in flight during shutdown"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert!(body["data"][0]["b64_json"].is_string());
+    let (exited_cleanly, s) = stopped.await.unwrap();
+    assert!(exited_cleanly, "gateway did not exit cleanly on SIGTERM");
+    let records = s.usage();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["status"], 200);
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
+    let s = setup();
+    s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 5000}))
+        .await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true, "partial_images": 2}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    drop(body);
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
+    assert_eq!(records[0]["stream"], true);
+}

@@ -1,0 +1,428 @@
+//! End to end: the real `imagegate` and `imagegate-sim` binaries over HTTP, usage read back through
+//! the admin CLI.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use base64::Engine;
+use common::setup;
+use imagegate_e2e::{parse_sse, png_rgb, solid_mask};
+use serde_json::{Value, json};
+
+fn decode_png(b64: &str) -> image::DynamicImage {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    image::load_from_memory(&bytes).unwrap()
+}
+
+#[tokio::test]
+async fn generation_returns_the_image_and_records_usage() {
+    let s = setup();
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1536x1024", "quality": "low", "user": null}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let request_id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let body: Value = response.json().await.unwrap();
+    let image = decode_png(body["data"][0]["b64_json"].as_str().unwrap());
+    assert_eq!((image.width(), image.height()), (1536, 1024));
+    assert_eq!(body["size"], "1536x1024");
+    assert_eq!(body["quality"], "low");
+    assert_eq!(body["output_format"], "png");
+    assert!(body["created"].as_i64().unwrap() > 1_700_000_000);
+    let usage = &body["usage"];
+    let total = usage["total_tokens"].as_u64().unwrap();
+    assert!(total > 0);
+    assert!(usage["input_tokens_details"]["text_tokens"].is_u64());
+    assert!(usage["output_tokens_details"]["image_tokens"].as_u64().unwrap() > 0);
+
+    let records = s.usage_at_least(1).await;
+    let record = records
+        .iter()
+        .find(|r| r["request_id"] == request_id.as_str())
+        .expect("usage record");
+    assert_eq!(record["endpoint"], "/v1/images/generations");
+    assert_eq!(record["model"], "gpt-image-2");
+    assert_eq!(record["size_requested"], "1536x1024");
+    assert_eq!(record["size_produced"], "1536x1024");
+    assert_eq!(record["quality_produced"], "low");
+    assert_eq!(record["output_format"], "png");
+    assert_eq!(record["status"], 200);
+    assert_eq!(record["tokens"]["total"].as_u64().unwrap(), total);
+    assert!(record["account_id"].is_i64());
+    assert!(record["key_id"].is_i64() && record["user_id"].is_i64() && record["group_id"].is_i64());
+}
+
+#[tokio::test]
+async fn streaming_generation_sends_partials_then_the_completed_image() {
+    let s = setup();
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "a kite", "size": "1024x1024", "stream": true, "partial_images": 2}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let events = parse_sse(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "image_generation.partial_image",
+            "image_generation.partial_image",
+            "image_generation.completed"
+        ]
+    );
+    for (index, (name, data)) in events.iter().enumerate() {
+        assert_eq!(data["type"], name.as_str());
+        if index < 2 {
+            assert_eq!(data["partial_image_index"], index);
+        }
+    }
+    let completed = &events[2].1;
+    let image = decode_png(completed["b64_json"].as_str().unwrap());
+    assert_eq!((image.width(), image.height()), (1024, 1024));
+    assert!(completed["usage"]["total_tokens"].as_u64().unwrap() > 0);
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["stream"], true);
+    assert_eq!(records[0]["status"], 200);
+    assert!(records[0]["tokens"]["total"].as_u64().unwrap() > 0);
+}
+
+fn edit_form(stream: bool) -> reqwest::multipart::Form {
+    let part = |bytes: Vec<u8>, name: &str| {
+        reqwest::multipart::Part::bytes(bytes)
+            .file_name(name.to_owned())
+            .mime_str("image/png")
+            .unwrap()
+    };
+    let mut form = reqwest::multipart::Form::new()
+        .text("model", "gpt-image-2")
+        .text("prompt", "add a hat")
+        .text("size", "1024x1024")
+        .part("image[]", part(png_rgb(512, 512), "a.png"))
+        .part("image[]", part(png_rgb(512, 512), "b.png"))
+        .part("mask", part(solid_mask(512, 512), "mask.png"));
+    if stream {
+        form = form.text("stream", "true").text("partial_images", "1");
+    }
+    form
+}
+
+#[tokio::test]
+async fn edits_with_two_images_and_a_mask_work_plain_and_streamed() {
+    let s = setup();
+    let response = s
+        .client
+        .post(s.gateway.v1("/images/edits"))
+        .bearer_auth(&s.key)
+        .multipart(edit_form(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let image = decode_png(body["data"][0]["b64_json"].as_str().unwrap());
+    assert_eq!((image.width(), image.height()), (1024, 1024));
+    assert!(
+        body["usage"]["input_tokens_details"]["image_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    let response = s
+        .client
+        .post(s.gateway.v1("/images/edits"))
+        .bearer_auth(&s.key)
+        .multipart(edit_form(true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["image_edit.partial_image", "image_edit.completed"]);
+    let records = s.usage_at_least(2).await;
+    assert!(
+        records
+            .iter()
+            .all(|r| r["endpoint"] == "/v1/images/edits" && r["status"] == 200)
+    );
+}
+
+#[tokio::test]
+async fn a_mask_of_another_size_is_refused_before_the_upstream() {
+    let s = setup();
+    let part = |bytes: Vec<u8>| {
+        reqwest::multipart::Part::bytes(bytes)
+            .file_name("x.png")
+            .mime_str("image/png")
+            .unwrap()
+    };
+    let form = reqwest::multipart::Form::new()
+        .text("model", "gpt-image-2")
+        .text("prompt", "x")
+        .part("image", part(png_rgb(512, 512)))
+        .part("mask", part(solid_mask(256, 256)));
+    let response = s
+        .client
+        .post(s.gateway.v1("/images/edits"))
+        .bearer_auth(&s.key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["param"], "mask");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert_eq!(s.sim_stats().await["requests"], 0);
+}
+
+#[tokio::test]
+async fn responses_with_the_image_tool_work_plain_and_streamed() {
+    let s = setup();
+    let tool =
+        json!([{"type": "image_generation", "size": "1024x1024", "quality": "low", "partial_images": 1}]);
+    let response = s
+        .post_json(
+            "/responses",
+            json!({"model": "gpt-5", "input": "draw a fox", "tools": tool}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["object"], "response");
+    let call = body["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["type"] == "image_generation_call")
+        .unwrap();
+    decode_png(call["result"].as_str().unwrap());
+
+    let response = s
+        .post_json(
+            "/responses",
+            json!({"model": "gpt-5", "input": "draw a fox", "tools": tool, "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    assert_eq!(events.first().unwrap().0, "response.created");
+    assert_eq!(events.last().unwrap().0, "response.completed");
+    assert!(
+        events
+            .iter()
+            .any(|(name, _)| name == "response.image_generation_call.partial_image")
+    );
+    let sequence: Vec<u64> = events
+        .iter()
+        .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn an_image_model_as_the_main_model_is_refused_with_advice() {
+    let s = setup();
+    let response = s
+        .post_json(
+            "/responses",
+            json!({"model": "gpt-image-2", "input": "draw", "tools": [{"type": "image_generation"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["param"], "model");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("image_generation"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn models_list_gpt_image_2() {
+    let s = setup();
+    let body: Value = s
+        .client
+        .get(s.gateway.v1("/models"))
+        .bearer_auth(&s.key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["object"], "list");
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"gpt-image-2") && ids.contains(&"gpt-image-2-2026-04-21"),
+        "{ids:?}"
+    );
+}
+
+async fn assert_invalid_key(s: &common::Setup, key: Option<&str>) {
+    let mut request = s
+        .client
+        .post(s.gateway.v1("/images/generations"))
+        .json(&json!({"model": "gpt-image-2", "prompt": "x"}));
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 401, "key {key:?}");
+    assert!(response.headers().contains_key("x-request-id"));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "INVALID_API_KEY");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(body["error"]["param"].is_null());
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid API key")
+    );
+}
+
+#[tokio::test]
+async fn missing_malformed_unknown_disabled_and_deleted_keys_get_401() {
+    let s = setup();
+    assert_invalid_key(&s, None).await;
+    assert_invalid_key(&s, Some("not-a-key")).await;
+    assert_invalid_key(&s, Some("sk-ig-aaaaaaaaaaaa-0123456789abcdef0123456789abcdef")).await;
+    let second = imagegate_e2e::admin(
+        s.dir.path(),
+        &["keys", "create", "--user", "alice", "--name", "two"],
+    );
+    let second = second.trim();
+    let ok = s
+        .client
+        .get(s.gateway.v1("/models"))
+        .bearer_auth(second)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    imagegate_e2e::admin(s.dir.path(), &["keys", "disable", second]);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    assert_invalid_key(&s, Some(second)).await;
+    imagegate_e2e::admin(s.dir.path(), &["keys", "delete", &s.key]);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    assert_invalid_key(&s, Some(&s.key)).await;
+}
+
+#[tokio::test]
+async fn invalid_requests_are_refused_before_any_upstream_call() {
+    let s = setup();
+    let cases = [
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1792x936"}),
+            "size",
+            "936",
+        ),
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "background": "transparent"}),
+            "background",
+            "transparent",
+        ),
+        (json!({"model": "gpt-image-2", "prompt": "x", "n": 11}), "n", "10"),
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "partial_images": 2}),
+            "partial_images",
+            "stream",
+        ),
+        (
+            json!({"model": "gpt-image-2", "prompt": "x", "colour": "red"}),
+            "colour",
+            "colour",
+        ),
+        (json!({"model": "gpt-image-2"}), "prompt", "prompt"),
+    ];
+    for (body, param, mention) in cases {
+        let response = s
+            .post_json("/images/generations", body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{body}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["param"], param, "{error}");
+        assert!(
+            error["error"]["message"].as_str().unwrap().contains(mention),
+            "{error}"
+        );
+    }
+    assert_eq!(s.sim_stats().await["requests"], 0);
+    let records = s.usage_at_least(6).await;
+    assert!(records.iter().all(|r| r["status"] == 400));
+}
+
+#[tokio::test]
+async fn health_readiness_request_ids_and_unknown_routes() {
+    let s = setup();
+    let health = s
+        .client
+        .get(format!("{}/healthz", s.gateway.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let ready = s
+        .client
+        .get(format!("{}/readyz", s.gateway.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    let ids: Vec<String> = [&health, &ready]
+        .iter()
+        .map(|r| r.headers()["x-request-id"].to_str().unwrap().to_owned())
+        .collect();
+    assert_ne!(ids[0], ids[1]);
+    let missing = s
+        .client
+        .get(s.gateway.v1("/nope"))
+        .bearer_auth(&s.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: Value = missing.json().await.unwrap();
+    assert!(body["error"]["message"].is_string());
+}
