@@ -42,7 +42,10 @@ pub fn run(check: bool) -> Result<(), String> {
         if current.as_deref() == Some(text.as_str()) {
             continue;
         }
-        problems.push(format!("{name}: {}", if current.is_some() { "stale" } else { "missing" }));
+        problems.push(format!(
+            "{name}: {}",
+            if current.is_some() { "stale" } else { "missing" }
+        ));
         if !check {
             fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         }

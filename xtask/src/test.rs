@@ -7,7 +7,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let setup = !args.iter().any(|a| a == "--no-setup");
     let passthrough: Vec<&String> = args.iter().filter(|a| *a != "--no-setup").collect();
     if setup {
-        status(Command::new("bash").arg(root.join("scripts/setup-test-env.sh")).current_dir(&root))?;
+        status(
+            Command::new("bash")
+                .arg(root.join("scripts/setup-test-env.sh"))
+                .current_dir(&root),
+        )?;
     }
     let mut nextest = Command::new("cargo");
     nextest
@@ -15,11 +19,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .args(passthrough)
         .current_dir(&root);
     status(&mut nextest)?;
-    status(Command::new("cargo").args(["test", "--workspace", "--doc"]).current_dir(&root))
+    status(
+        Command::new("cargo")
+            .args(["test", "--workspace", "--doc"])
+            .current_dir(&root),
+    )
 }
 
 fn status(command: &mut Command) -> Result<(), String> {
     let shown = format!("{command:?}");
     let status = command.status().map_err(|e| format!("{shown}: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("{shown} failed: {status}")) }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed: {status}"))
+    }
 }
