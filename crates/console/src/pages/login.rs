@@ -1,0 +1,247 @@
+//! `/login`, `/logout` and `/`.
+
+use std::net::SocketAddr;
+
+use askama::Template;
+use axum::extract::State;
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::StatusCode;
+use axum::http::header::{HeaderMap, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use crate::auth::{verify_against_dummy, verify_password};
+use crate::cookies::{self, LOGIN_COOKIE, SESSION_COOKIE};
+use crate::csrf;
+use crate::error::{ConsoleError, PageResult};
+use crate::extract::SignedIn;
+use crate::form::{HtmlForm, HtmlQuery};
+use crate::layout::{FlashView, Layout};
+use crate::pages::{ConfirmPage, render};
+use crate::ratelimit::Subject;
+use crate::session::{Flash, Session, SessionToken};
+use crate::state::ConsoleState;
+
+/// Lifetime of the login form's CSRF cookie, in seconds.
+const LOGIN_COOKIE_SECONDS: u64 = 3600;
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    layout: Layout,
+    csrf: String,
+    next: String,
+    username: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct LoginQuery {
+    next: String,
+    signed_out: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct LoginForm {
+    username: String,
+    password: String,
+    next: String,
+}
+
+/// The address of the client, when the server was started with connect info.
+pub(crate) struct ClientIp(Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let ip = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip().to_string());
+        Ok(Self(ip))
+    }
+}
+
+/// Only same-site absolute paths are followed after sign-in.
+fn safe_next(next: &str) -> &str {
+    let ok = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.starts_with("/login");
+    if ok { next } else { "/keys" }
+}
+
+fn secure(state: &ConsoleState, headers: &HeaderMap) -> bool {
+    cookies::should_be_secure(
+        headers,
+        state.config.secure_cookies,
+        state.config.base_url_hint.as_deref(),
+    )
+}
+
+/// `GET /`: the keys page (which sends signed-out visitors to the login page).
+pub(crate) async fn home() -> Redirect {
+    Redirect::to("/keys")
+}
+
+fn login_page(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    status: StatusCode,
+    next: &str,
+    username: &str,
+    flash: Option<Flash>,
+) -> PageResult {
+    // Keep the token of an open login form valid (several tabs), else start a new one.
+    let csrf = cookies::read(headers, LOGIN_COOKIE)
+        .filter(|t| t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap_or_else(csrf::new_token);
+    let mut layout = Layout::bare("Sign in");
+    layout.flashes = flash.into_iter().map(FlashView::from).collect();
+    let page = LoginPage {
+        layout,
+        csrf: csrf.clone(),
+        next: next.to_owned(),
+        username: username.to_owned(),
+    };
+    let cookie = cookies::set(LOGIN_COOKIE, &csrf, LOGIN_COOKIE_SECONDS, secure(state, headers));
+    Ok((status, [(SET_COOKIE, cookie)], Html(page.render()?)).into_response())
+}
+
+/// `GET /login`
+pub(crate) async fn form(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    HtmlQuery(query): HtmlQuery<LoginQuery>,
+) -> PageResult {
+    let flash = (!query.signed_out.is_empty()).then(|| Flash::success("You are signed out."));
+    login_page(&state, &headers, StatusCode::OK, &query.next, "", flash)
+}
+
+/// `POST /login` (its CSRF token was checked against the login cookie by the middleware).
+pub(crate) async fn submit(
+    State(state): State<ConsoleState>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    HtmlForm(form): HtmlForm<LoginForm>,
+) -> PageResult {
+    let username = form.username.trim().to_owned();
+    let limit = &state.config.login_limit;
+    let mut subjects = vec![Subject::user(&username, limit)];
+    subjects.extend(ip.as_deref().map(|ip| Subject::address(ip, limit)));
+    let ip = ip.unwrap_or_default();
+    if let Some(wait) = state.login_limiter.retry_after(&subjects) {
+        let minutes = wait.as_secs().div_ceil(60).max(1);
+        tracing::warn!(ip = %ip, "console sign-in refused: too many failures");
+        let flash = Flash::error(format!(
+            "Too many failed sign-ins. Try again in {minutes} minute{}.",
+            if minutes == 1 { "" } else { "s" }
+        ));
+        return login_page(
+            &state,
+            &headers,
+            StatusCode::TOO_MANY_REQUESTS,
+            &form.next,
+            &username,
+            Some(flash),
+        );
+    }
+    let user = state.store.user_by_name(&username).await?;
+    let password = form.password;
+    let hash = user.as_ref().and_then(|u| u.password_hash.clone());
+    let verified = tokio::task::spawn_blocking(move || match hash {
+        Some(hash) => verify_password(&password, &hash),
+        None => {
+            verify_against_dummy(&password);
+            false
+        }
+    })
+    .await
+    .unwrap_or(false);
+    let Some(user) = user.filter(|_| verified) else {
+        state.login_limiter.record_failure(&subjects);
+        tracing::info!(ip = %ip, "console sign-in failed");
+        let flash = Flash::error("Wrong user name or password.");
+        return login_page(
+            &state,
+            &headers,
+            StatusCode::UNAUTHORIZED,
+            &form.next,
+            &username,
+            Some(flash),
+        );
+    };
+    state.login_limiter.clear(&Subject::user(&username, limit));
+    // A new token on every sign-in (no session fixation); drop any previous session.
+    if let Some(old) = cookies::read(&headers, SESSION_COOKIE).and_then(|v| SessionToken::parse(&v)) {
+        state.sessions.remove(&old.key()).await?;
+    }
+    let token = SessionToken::generate();
+    let mut session = Session::new(user.id, state.config.session_ttl);
+    session
+        .flash
+        .push(Flash::success(format!("Signed in as {}.", user.name)));
+    state.sessions.put(&token.key(), session).await?;
+    tracing::info!(user = %user.name, "console sign-in");
+    let secure = secure(&state, &headers);
+    let mut response = Redirect::to(safe_next(&form.next)).into_response();
+    let cookies = response.headers_mut();
+    cookies.append(
+        SET_COOKIE,
+        cookies::set(
+            SESSION_COOKIE,
+            token.expose(),
+            state.config.session_ttl.as_secs(),
+            secure,
+        ),
+    );
+    cookies.append(SET_COOKIE, cookies::clear(LOGIN_COOKIE, secure));
+    Ok(response)
+}
+
+/// `GET /logout`: a confirmation form (signing out changes state, so it is a POST).
+pub(crate) async fn logout_form(State(state): State<ConsoleState>, mut me: SignedIn) -> PageResult {
+    let layout = me.layout(&state, "Sign out", "").await?;
+    render(&ConfirmPage {
+        layout,
+        heading: "Sign out".to_owned(),
+        message: format!("Sign out {} from this browser?", me.user.name),
+        action: "/logout".to_owned(),
+        button: "Sign out",
+        cancel: "/keys",
+    })
+}
+
+/// `POST /logout`
+pub(crate) async fn logout(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+) -> Result<Response, ConsoleError> {
+    if let Some(token) = cookies::read(&headers, SESSION_COOKIE).and_then(|v| SessionToken::parse(&v)) {
+        state.sessions.remove(&token.key()).await?;
+    }
+    let mut response = Redirect::to("/login?signed_out=1").into_response();
+    response.headers_mut().append(
+        SET_COOKIE,
+        cookies::clear(SESSION_COOKIE, secure(&state, &headers)),
+    );
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn next_stays_on_this_site() {
+        assert_eq!(safe_next("/usage?key=3"), "/usage?key=3");
+        assert_eq!(safe_next("//evil.example"), "/keys");
+        assert_eq!(safe_next("https://evil.example"), "/keys");
+        assert_eq!(safe_next("/\\evil.example"), "/keys");
+        assert_eq!(safe_next(""), "/keys");
+        assert_eq!(safe_next("/login"), "/keys");
+    }
+}

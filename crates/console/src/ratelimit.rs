@@ -1,0 +1,222 @@
+//! Limits on failed sign-ins, per user name and per client address.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// Entries kept before stale ones are swept.
+const SWEEP_THRESHOLD: usize = 4096;
+
+/// How many failed sign-ins are allowed within a sliding window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginLimit {
+    /// Failures allowed per user name in `window`; the next attempt for that name is refused
+    /// until the oldest failure leaves the window.
+    pub max_failures: u32,
+    /// Failures allowed per client address in `window` (higher: several people may share an
+    /// address behind a NAT or proxy). Only counted when the server provides the address
+    /// (`into_make_service_with_connect_info`).
+    pub max_failures_per_address: u32,
+    /// The window.
+    pub window: Duration,
+}
+
+impl Default for LoginLimit {
+    /// 5 failures per user name and 20 per address, per 5 minutes.
+    fn default() -> Self {
+        Self {
+            max_failures: 5,
+            max_failures_per_address: 20,
+            window: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Something failures are counted against, with its own allowance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Subject {
+    key: String,
+    max: u32,
+}
+
+impl Subject {
+    /// A user name (case-insensitive).
+    pub fn user(name: &str, limit: &LoginLimit) -> Self {
+        Self {
+            key: format!("user:{}", name.trim().to_lowercase()),
+            max: limit.max_failures,
+        }
+    }
+
+    /// A client address.
+    pub fn address(ip: &str, limit: &LoginLimit) -> Self {
+        Self {
+            key: format!("ip:{ip}"),
+            max: limit.max_failures_per_address,
+        }
+    }
+}
+
+/// Recent failures per subject (`user:<name>`, `ip:<address>`).
+#[derive(Debug)]
+pub(crate) struct LoginLimiter {
+    limit: LoginLimit,
+    failures: Mutex<HashMap<String, Vec<Instant>>>,
+}
+
+impl LoginLimiter {
+    pub fn new(limit: LoginLimit) -> Self {
+        Self {
+            limit,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How long until a sign-in for these subjects is allowed again; `None` if it is allowed now.
+    pub fn retry_after(&self, subjects: &[Subject]) -> Option<Duration> {
+        self.retry_after_at(subjects, Instant::now())
+    }
+
+    fn retry_after_at(&self, subjects: &[Subject], now: Instant) -> Option<Duration> {
+        let failures = self.failures.lock();
+        subjects
+            .iter()
+            .filter_map(|subject| {
+                let max = usize::try_from(subject.max).unwrap_or(usize::MAX);
+                let recent: Vec<&Instant> = failures
+                    .get(&subject.key)?
+                    .iter()
+                    .filter(|at| now.duration_since(**at) < self.limit.window)
+                    .collect();
+                if recent.len() < max {
+                    return None;
+                }
+                // Allowed again when the oldest counted failure leaves the window.
+                let oldest = recent.iter().min()?;
+                Some(self.limit.window.saturating_sub(now.duration_since(**oldest)))
+            })
+            .max()
+    }
+
+    /// Counts a failed sign-in against every subject.
+    pub fn record_failure(&self, subjects: &[Subject]) {
+        self.record_failure_at(subjects, Instant::now());
+    }
+
+    fn record_failure_at(&self, subjects: &[Subject], now: Instant) {
+        let window = self.limit.window;
+        let mut failures = self.failures.lock();
+        if failures.len() >= SWEEP_THRESHOLD {
+            failures.retain(|_, times| times.iter().any(|at| now.duration_since(*at) < window));
+        }
+        for subject in subjects {
+            let max = usize::try_from(subject.max).unwrap_or(usize::MAX);
+            let times = failures.entry(subject.key.clone()).or_default();
+            times.retain(|at| now.duration_since(*at) < window);
+            times.push(now);
+            // Only the newest `max` matter.
+            if times.len() > max {
+                let excess = times.len() - max;
+                times.drain(..excess);
+            }
+        }
+    }
+
+    /// Forgets the failures of one subject (after a successful sign-in).
+    pub fn clear(&self, subject: &Subject) {
+        self.failures.lock().remove(&subject.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: LoginLimit = LoginLimit {
+        max_failures: 3,
+        max_failures_per_address: 5,
+        window: Duration::from_secs(60),
+    };
+
+    fn limiter() -> LoginLimiter {
+        LoginLimiter::new(LIMIT)
+    }
+
+    fn user(name: &str) -> Subject {
+        Subject::user(name, &LIMIT)
+    }
+
+    fn address(ip: &str) -> Subject {
+        Subject::address(ip, &LIMIT)
+    }
+
+    #[test]
+    fn blocks_a_user_name_after_max_failures_until_the_oldest_expires() {
+        let limiter = limiter();
+        let subjects = [user("Alice"), address("10.0.0.1")];
+        let start = Instant::now();
+        for i in 0..3 {
+            assert_eq!(
+                limiter.retry_after_at(&subjects, start + Duration::from_secs(i)),
+                None
+            );
+            limiter.record_failure_at(&subjects, start + Duration::from_secs(i));
+        }
+        let wait = limiter
+            .retry_after_at(&subjects, start + Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(wait, Duration::from_secs(50));
+        // The same user name from another address is still blocked (names are case-insensitive).
+        let later = start + Duration::from_secs(10);
+        assert!(
+            limiter
+                .retry_after_at(&[user("alice"), address("10.0.0.2")], later)
+                .is_some()
+        );
+        // The address has allowance left for other users.
+        assert_eq!(
+            limiter.retry_after_at(&[user("bob"), address("10.0.0.1")], later),
+            None
+        );
+        // After the window the oldest failure no longer counts.
+        assert_eq!(
+            limiter.retry_after_at(&subjects, start + Duration::from_secs(60)),
+            None
+        );
+    }
+
+    #[test]
+    fn blocks_an_address_that_tries_many_names() {
+        let limiter = limiter();
+        let now = Instant::now();
+        for name in ["a", "b", "c", "d", "e"] {
+            assert_eq!(
+                limiter.retry_after_at(&[user(name), address("10.0.0.9")], now),
+                None
+            );
+            limiter.record_failure_at(&[user(name), address("10.0.0.9")], now);
+        }
+        assert!(
+            limiter
+                .retry_after_at(&[user("f"), address("10.0.0.9")], now)
+                .is_some()
+        );
+        assert_eq!(
+            limiter.retry_after_at(&[user("f"), address("10.0.0.8")], now),
+            None
+        );
+    }
+
+    #[test]
+    fn clear_forgets_one_subject() {
+        let limiter = limiter();
+        let now = Instant::now();
+        for _ in 0..3 {
+            limiter.record_failure_at(&[user("alice")], now);
+        }
+        assert!(limiter.retry_after_at(&[user("alice")], now).is_some());
+        limiter.clear(&user("alice"));
+        assert_eq!(limiter.retry_after_at(&[user("alice")], now), None);
+    }
+}

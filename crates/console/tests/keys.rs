@@ -1,0 +1,272 @@
+//! `/keys`: creating (shown once, only the hash stored), disabling, deleting, isolation, CSRF.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use axum::http::StatusCode;
+use imagegate_console::ConsoleConfig;
+use imagegate_store::KeyStatus;
+use support::{Console, unescape};
+
+/// The first `sk-ig-...` key printed in full in `html`.
+fn full_key(html: &str) -> Option<String> {
+    let start =
+        html.find("<code id=\"new-key\" class=\"secret\">")? + "<code id=\"new-key\" class=\"secret\">".len();
+    let end = html[start..].find('<')?;
+    Some(html[start..start + end].to_owned())
+}
+
+#[tokio::test]
+async fn a_new_key_is_shown_once_with_snippets_and_only_its_hash_is_stored() {
+    let console = Console::with_config(ConsoleConfig {
+        base_url_hint: Some("https://images.example.com/".into()),
+        ..ConsoleConfig::default()
+    })
+    .await;
+    let alice = console.user("alice", "alice-password", false).await;
+    let browser = console.login("alice", "alice-password").await;
+    let empty = console.get("/keys", Some(&browser.cookie)).await;
+    assert!(empty.body.contains("You have no keys yet."));
+    let group = console.store.default_group().await.unwrap();
+
+    let reply = console
+        .submit(
+            &browser,
+            "/keys",
+            &[("name", "laptop"), ("group", &group.id.to_string())],
+        )
+        .await;
+    let page = console.follow(&reply, &browser).await;
+    assert!(page.body.contains("Key “laptop” created. Copy it now"), "flash");
+    let key = full_key(&page.body).expect("the new key on the page");
+    assert!(key.starts_with("sk-ig-"));
+    let text = unescape(&page.body);
+    assert!(
+        text.contains(&format!("-H \"Authorization: Bearer {key}\"")),
+        "curl snippet"
+    );
+    assert!(text.contains("curl -sS https://images.example.com/v1/images/generations"));
+    assert!(text.contains(&format!(
+        "OpenAI(base_url=\"https://images.example.com/v1\", api_key=\"{key}\")"
+    )));
+    assert!(page.body.contains("data-copy=\"new-key\""), "copy button");
+
+    // It works, and it is never shown again.
+    let auth = console
+        .store
+        .authenticate(&key)
+        .await
+        .unwrap()
+        .expect("the key authenticates");
+    assert_eq!(auth.user_id, alice.id);
+    let again = console.get("/keys", Some(&browser.cookie)).await;
+    assert!(!again.body.contains(&key));
+    let record = console
+        .store
+        .list_keys(Some(alice.id))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert!(
+        again.body.contains(&record.masked()),
+        "the visible prefix is listed"
+    );
+    assert!(again.body.contains("laptop") && again.body.contains("never"));
+
+    // The database files hold the public id but not the secret part.
+    let secret = key.rsplit('-').next().unwrap();
+    let mut stored = Vec::new();
+    for entry in std::fs::read_dir(console.dir.path()).unwrap() {
+        stored.extend(std::fs::read(entry.unwrap().path()).unwrap());
+    }
+    let stored = String::from_utf8_lossy(&stored);
+    assert!(stored.contains(&record.public_id));
+    assert!(!stored.contains(secret), "the secret must not be stored");
+}
+
+#[tokio::test]
+async fn disable_enable_and_delete_with_confirmation_invalidate_the_cache() {
+    let console = Console::new().await;
+    let alice = console.user("alice", "alice-password", false).await;
+    let browser = console.login("alice", "alice-password").await;
+    let group = console.store.default_group().await.unwrap();
+    console
+        .submit(
+            &browser,
+            "/keys",
+            &[("name", "ci"), ("group", &group.id.to_string())],
+        )
+        .await;
+    let key = console
+        .store
+        .list_keys(Some(alice.id))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+
+    let disabled = console
+        .submit(&browser, &format!("/keys/{}/disable", key.id), &[])
+        .await;
+    let page = console.follow(&disabled, &browser).await;
+    assert!(page.body.contains("Key “ci” disabled"));
+    assert!(page.body.contains("pill-disabled"));
+    assert_eq!(
+        console.store.key(key.id).await.unwrap().status,
+        KeyStatus::Disabled
+    );
+
+    console
+        .submit(&browser, &format!("/keys/{}/enable", key.id), &[])
+        .await;
+    assert_eq!(console.store.key(key.id).await.unwrap().status, KeyStatus::Active);
+
+    let confirm = console
+        .get(&format!("/keys/{}/delete", key.id), Some(&browser.cookie))
+        .await;
+    assert_eq!(confirm.status, StatusCode::OK);
+    assert!(confirm.body.contains("Delete key “ci”?"));
+    assert!(
+        confirm
+            .body
+            .contains(&format!("action=\"/keys/{}/delete\"", key.id))
+    );
+    assert_eq!(
+        console.store.key(key.id).await.unwrap().status,
+        KeyStatus::Active,
+        "GET changes nothing"
+    );
+
+    let deleted = console
+        .submit(&browser, &format!("/keys/{}/delete", key.id), &[])
+        .await;
+    let page = console.follow(&deleted, &browser).await;
+    assert!(page.body.contains("Key “ci” deleted."));
+    assert!(page.body.contains("You have no keys yet."));
+    assert_eq!(
+        console.store.key(key.id).await.unwrap().status,
+        KeyStatus::Deleted
+    );
+    assert_eq!(console.backend.invalidated_keys(), vec![key.public_id.clone(); 3]);
+}
+
+#[tokio::test]
+async fn invalid_input_is_explained() {
+    let console = Console::new().await;
+    console.user("alice", "alice-password", false).await;
+    let browser = console.login("alice", "alice-password").await;
+    let reply = console
+        .submit(&browser, "/keys", &[("name", "  "), ("group", "1")])
+        .await;
+    assert!(
+        console
+            .follow(&reply, &browser)
+            .await
+            .body
+            .contains("Give the key a name.")
+    );
+    let reply = console
+        .submit(&browser, "/keys", &[("name", "x"), ("group", "999")])
+        .await;
+    assert!(
+        console
+            .follow(&reply, &browser)
+            .await
+            .body
+            .contains("That group does not exist.")
+    );
+}
+
+#[tokio::test]
+async fn users_see_and_touch_only_their_own_keys() {
+    let console = Console::new().await;
+    let alice = console.user("alice", "alice-password", false).await;
+    console.user("bob", "bob-password", false).await;
+    let group = console.store.default_group().await.unwrap();
+    let alice_browser = console.login("alice", "alice-password").await;
+    console
+        .submit(
+            &alice_browser,
+            "/keys",
+            &[("name", "alice-secret-project"), ("group", &group.id.to_string())],
+        )
+        .await;
+    let key = console
+        .store
+        .list_keys(Some(alice.id))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+
+    let bob = console.login("bob", "bob-password").await;
+    let page = console.get("/keys", Some(&bob.cookie)).await;
+    assert!(!page.body.contains("alice-secret-project"));
+    assert!(!page.body.contains(&key.public_id));
+    for action in ["disable", "delete"] {
+        let reply = console
+            .submit(&bob, &format!("/keys/{}/{action}", key.id), &[])
+            .await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{action}");
+    }
+    assert_eq!(
+        console
+            .get(&format!("/keys/{}/delete", key.id), Some(&bob.cookie))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(console.store.key(key.id).await.unwrap().status, KeyStatus::Active);
+    assert!(console.backend.invalidated_keys().is_empty());
+}
+
+#[tokio::test]
+async fn posts_without_the_right_csrf_token_are_refused() {
+    let console = Console::new().await;
+    let alice = console.user("alice", "alice-password", false).await;
+    let browser = console.login("alice", "alice-password").await;
+    let group = console.store.default_group().await.unwrap().id.to_string();
+
+    let without = console
+        .post(
+            "/keys",
+            Some(&browser.cookie),
+            &[("name", "forged"), ("group", &group)],
+        )
+        .await;
+    assert_eq!(without.status, StatusCode::FORBIDDEN);
+    assert!(without.body.contains("security token"));
+    let wrong = "0".repeat(64);
+    let forged = console
+        .post(
+            "/keys",
+            Some(&browser.cookie),
+            &[("csrf", &wrong), ("name", "forged"), ("group", &group)],
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    // Another user's token does not work either.
+    console.user("bob", "bob-password", false).await;
+    let bob = console.login("bob", "bob-password").await;
+    let crossed = console
+        .post(
+            "/keys",
+            Some(&browser.cookie),
+            &[("csrf", &bob.csrf), ("name", "forged"), ("group", &group)],
+        )
+        .await;
+    assert_eq!(crossed.status, StatusCode::FORBIDDEN);
+    assert!(console.store.list_keys(Some(alice.id)).await.unwrap().is_empty());
+    // Signed out: back to the login page.
+    let anonymous = console
+        .post(
+            "/keys",
+            None,
+            &[("csrf", &browser.csrf), ("name", "x"), ("group", &group)],
+        )
+        .await;
+    assert_eq!(anonymous.status, StatusCode::SEE_OTHER);
+    assert_eq!(anonymous.location(), "/login");
+}
