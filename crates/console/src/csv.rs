@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use imagegate_store::UsageEntry;
 
-use crate::pages::usage_view::Names;
+use crate::pages::usage_table::Names;
 
 /// The header line.
 pub(crate) const HEADER: &str = "created_at,request_id,user,key,group,account,endpoint,model,size_requested,\

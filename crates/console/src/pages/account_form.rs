@@ -4,7 +4,7 @@ use imagegate_store::{Account, AccountKind, AccountTier, Group, GroupId, Secret}
 use serde::Deserialize;
 
 use crate::form::non_blank;
-use crate::pages::usage_view::SelectOption;
+use crate::pages::usage_table::SelectOption;
 
 /// Largest concurrency accepted per size class.
 const MAX_CONCURRENCY: u32 = 256;

@@ -16,7 +16,8 @@ use crate::form::HtmlQuery;
 use crate::layout::FlashView;
 use crate::pages::render;
 use crate::pages::usage::{AdminFilters, UsagePage};
-use crate::pages::usage_view::{self, Names, Scope, Selection, UsageQuery, size_matches};
+use crate::pages::usage_table::{self, Names, size_matches};
+use crate::pages::usage_view::{self, Scope, Selection, UsageQuery};
 use crate::session::Flash;
 use crate::state::ConsoleState;
 
@@ -68,16 +69,16 @@ pub(crate) async fn page(
     let data = usage_view::load(&state, &selection, &names, "/admin/usage").await?;
     let q = &selection.query;
     let admin = AdminFilters {
-        users: usage_view::id_options(&names.users, &q.user, "All users"),
-        accounts: usage_view::id_options(&names.accounts, &q.account, "All accounts"),
-        groups: usage_view::id_options(&names.groups, &q.group, "All groups"),
+        users: usage_table::id_options(&names.users, &q.user, "All users"),
+        accounts: usage_table::id_options(&names.accounts, &q.account, "All accounts"),
+        groups: usage_table::id_options(&names.groups, &q.group, "All groups"),
         csv_link: csv_link(q),
     };
     render(&UsagePage {
         layout,
         heading: "All usage",
-        keys: usage_view::id_options(&names.keys, &q.key, "All keys"),
-        statuses: usage_view::status_options(&q.status),
+        keys: usage_table::id_options(&names.keys, &q.key, "All keys"),
+        statuses: usage_table::status_options(&q.status),
         query: selection.query,
         data,
         admin: Some(admin),

@@ -8,6 +8,7 @@ pub(crate) mod admin_users;
 pub(crate) mod keys;
 pub(crate) mod login;
 pub(crate) mod usage;
+pub(crate) mod usage_table;
 pub(crate) mod usage_view;
 
 use askama::Template;

@@ -8,7 +8,8 @@ use crate::extract::SignedIn;
 use crate::form::HtmlQuery;
 use crate::layout::{FlashView, Layout};
 use crate::pages::render;
-use crate::pages::usage_view::{self, Names, Scope, SelectOption, UsageData, UsageQuery};
+use crate::pages::usage_table::{self, Names, SelectOption};
+use crate::pages::usage_view::{self, Scope, UsageData, UsageQuery};
 use crate::session::Flash;
 use crate::state::ConsoleState;
 
@@ -62,8 +63,8 @@ pub(crate) async fn page(
     let data = usage_view::load(&state, &selection, &names, "/usage").await?;
     render(&UsagePage {
         layout,
-        keys: usage_view::id_options(&names.keys, &selection.query.key, "All keys"),
-        statuses: usage_view::status_options(&selection.query.status),
+        keys: usage_table::id_options(&names.keys, &selection.query.key, "All keys"),
+        statuses: usage_table::status_options(&selection.query.status),
         heading: "Your usage",
         query: selection.query,
         data,
