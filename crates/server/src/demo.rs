@@ -32,8 +32,8 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         shutdown.clone().cancelled_owned(),
     ));
     let key = prepare(&store, sim_addr).await?;
-    print_banner(&config, key.expose());
-    let result = crate::serve::run(config, store, shutdown.clone()).await;
+    let banner = |addr| print_banner(addr, key.expose());
+    let result = crate::serve::run(config, store, shutdown.clone(), banner).await;
     shutdown.cancel();
     let _ = sim.await;
     result
@@ -94,8 +94,8 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<Secret,
     Ok(created.key)
 }
 
-fn print_banner(config: &Config, key: &str) {
-    let base = format!("http://{}/v1", config.listen);
+fn print_banner(addr: SocketAddr, key: &str) {
+    let base = format!("http://{addr}/v1");
     println!(
         r#"
 imagegate demo: every image comes from the built-in simulator (it says SIMULATED on it).

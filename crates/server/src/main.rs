@@ -44,7 +44,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         Command::Serve(_) => {
             let store = serve::open_store(&config).await.map_err(|e| e.to_string())?;
             let shutdown = tokio_util::sync::CancellationToken::new();
-            serve::run(config, store, shutdown)
+            serve::run(config, store, shutdown, |_| {})
                 .await
                 .map_err(|e| e.to_string())
         }
@@ -76,7 +76,6 @@ fn init_tracing() {
         .try_init();
 }
 
-#[allow(clippy::print_stderr)]
 fn fail(message: &str) -> ExitCode {
     eprintln!("imagegate: {message}");
     ExitCode::FAILURE

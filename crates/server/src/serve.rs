@@ -48,10 +48,12 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
 
 /// Serves until `shutdown` resolves or a SIGINT/SIGTERM arrives, then drains in-flight requests
 /// (bounded by the configured grace) and flushes usage records.
+/// `on_ready` is called with the bound address once the gateway accepts connections.
 pub async fn run(
     config: Config,
     store: Arc<dyn Store>,
     shutdown: CancellationToken,
+    on_ready: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), ServeError> {
     if config.redis_url.is_some() {
         tracing::warn!("--redis-url is not supported yet: dispatcher state stays in this process");
@@ -95,6 +97,7 @@ pub async fn run(
     let local = listener.local_addr()?;
     println!("imagegate listening on http://{local}");
     tracing::info!(%local, "listening");
+    on_ready(local);
 
     let refresher = tokio::spawn(refresh_accounts(state.clone(), shutdown.clone()));
     spawn_signal_listener(shutdown.clone());
