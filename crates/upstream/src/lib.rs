@@ -11,7 +11,11 @@
 //!   `Authorization: Bearer <credential>`. ChatGPT-subscription accounts ([`AccountKind::Codex`])
 //!   turn each image into a streamed `POST {base_url}/responses` call with a forced
 //!   `image_generation` tool and a configurable main model (with fallbacks), and the answers
-//!   back into Images API answers (`n` images = `n` sequential calls).
+//!   back into Images API answers (`n` images = `n` sequential calls). Their credential is an
+//!   OAuth access token with its refresh token: it is refreshed at
+//!   [`CodexAuthConfig::token_url`] before it expires and once when refused, one refresh per
+//!   account at a time, and the refreshed credential is kept in the process and handed to the
+//!   [`CredentialStore`] given with [`HttpUpstream::with_credential_store`].
 //! - [`classify_response`] maps an upstream error answer (status, headers, body) to a
 //!   [`FailureKind`]: rate limits with their reset time, auth, proxies' HTML pages, content-policy
 //!   refusals and invalid requests (shown to the client as the upstream sent them), transient
@@ -67,13 +71,15 @@
 mod call;
 mod client;
 mod codex;
+mod credential_store;
 pub mod failure;
 mod openai;
 mod reply;
 mod target;
 
 pub use call::{Endpoint, UploadedImage, UpstreamCall};
-pub use client::{BuildError, HttpUpstream, UpstreamConfig};
+pub use client::{BuildError, CodexAuthConfig, HttpUpstream, UpstreamConfig};
+pub use credential_store::CredentialStore;
 pub use failure::{Failure, FailureKind, classify_error_object, classify_response, classify_transport};
 pub use reply::{EventStream, Reply};
 /// The header map type of [`classify_response`] (the `http` crate's, as used by reqwest and axum).

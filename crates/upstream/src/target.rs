@@ -9,7 +9,8 @@ use std::str::FromStr;
 pub enum AccountKind {
     /// An OpenAI-compatible API with an API key (Images API passthrough).
     OpenAi,
-    /// A ChatGPT-subscription account (OAuth access token; images through the Responses API).
+    /// A ChatGPT-subscription account (OAuth access token, refreshed with its refresh token;
+    /// images through the Responses API).
     Codex,
     /// The simulator: the same wire as [`AccountKind::OpenAi`], against the simulator's base URL.
     Sim,
@@ -102,7 +103,9 @@ pub struct AccountTarget {
     /// Base URL, e.g. `https://api.openai.com/v1`; paths such as `/images/generations` are appended
     /// to it (a trailing `/` is ignored).
     pub base_url: String,
-    /// API key, or (codex) access token.
+    /// API key; for [`AccountKind::Codex`] the OAuth credential: a JSON object
+    /// `{"access_token", "refresh_token", "expires_at" (unix seconds), "account_id"}` (only a token
+    /// required), or a bare access token (never refreshed).
     pub credential: Secret,
     /// Codex: the main models in order of preference (the first one that the upstream supports is
     /// used). Ignored by the other kinds.

@@ -9,9 +9,11 @@
 //! `image_generation_call` result with the usage of `tool_usage.image_gen` becomes
 //! `*.completed` (streaming) or one element of the Images response (non-streaming, usage summed).
 //!
-//! Responses calls from clients are forwarded as they are (the OpenAI wire). Not done here: the
-//! OAuth refresh of the access token (the caller passes a valid token).
+//! Responses calls from clients are forwarded as they are (the OpenAI wire). Every request carries
+//! the account's OAuth access token and the subscription headers, and the token is refreshed when
+//! needed ([`auth`]).
 
+pub(crate) mod auth;
 mod request;
 mod translate;
 
@@ -25,8 +27,8 @@ use imagegate_codec::wire::images::{
     CompletedImageEvent, ImageData, ImageEndpoint, ImageStreamEvent, ImagesResponse, PartialImageEvent,
 };
 use imagegate_domain::{Background, ImageParams, Quality, Usage};
-use tokio::time::Instant;
 
+use self::auth::{CodexAuth, Session};
 use self::request::CodexRequest;
 use self::translate::{FinalImage, PartialImage, Resolved, Step, step};
 use crate::call::{Endpoint, UpstreamCall};
@@ -38,40 +40,50 @@ use crate::target::AccountTarget;
 
 /// One call to a ChatGPT-subscription account.
 pub(crate) async fn call(
-    client: &reqwest::Client,
-    config: &UpstreamConfig,
-    target: &AccountTarget,
+    session: Session<'_>,
     call: UpstreamCall<'_>,
     deadline: Duration,
 ) -> Result<Reply, Failure> {
+    let deadline = Deadline::from_now(deadline);
     let (params, images, mask, endpoint) = match call {
-        UpstreamCall::Respond { .. } => return openai::call(client, config, target, call, deadline).await,
+        UpstreamCall::Respond { .. } => return respond(session, call, deadline).await,
         UpstreamCall::Generate { params } => (params, &[][..], None, ImageEndpoint::Generation),
         UpstreamCall::Edit { params, images, mask } => (params, images, mask, ImageEndpoint::Edit),
     };
+    let target = session.target;
     if target.main_models.is_empty() {
         return Err(Failure::protocol(
             "the codex account has no main model configured",
         ));
     }
     let job = Job {
-        client: client.clone(),
-        config: config.clone(),
+        client: session.client.clone(),
+        config: session.config.clone(),
+        auth: Arc::clone(session.auth),
         target: target.clone(),
         request: CodexRequest::new(params, images, mask)?,
         n: params.n,
         endpoint,
         requested: requested(params),
-        deadline: Deadline {
-            at: Instant::now() + deadline,
-            budget: deadline,
-        },
+        deadline,
     };
     let run = Run::new(Arc::new(job));
     if params.stream {
         return Ok(Reply::Events(run.into_events()));
     }
     run.into_json().await
+}
+
+/// A client's Responses call, forwarded as it is with the account's token and headers.
+async fn respond(session: Session<'_>, call: UpstreamCall<'_>, deadline: Deadline) -> Result<Reply, Failure> {
+    let (shape, body) = openai::prepare(call)?;
+    let RequestBody::Json(body) = body else {
+        return Err(Failure::protocol("a Responses call has a JSON body"));
+    };
+    let response = session
+        .send(shape.endpoint, body, shape.is_stream, deadline)
+        .await?;
+    openai::finish(response, shape, session.config, deadline).await
 }
 
 /// What the client asked for, to fill in what the upstream does not report.
@@ -88,6 +100,7 @@ fn requested(params: &ImageParams) -> Resolved {
 struct Job {
     client: reqwest::Client,
     config: UpstreamConfig,
+    auth: Arc<CodexAuth>,
     target: AccountTarget,
     request: CodexRequest,
     n: u8,
@@ -262,17 +275,16 @@ async fn start(job: &Job, model_index: usize) -> Result<EventStream, Failure> {
     let Some(model) = job.target.main_models.get(model_index) else {
         return Err(Failure::protocol("the codex account has no main model left"));
     };
-    let body = RequestBody::Json(job.request.body_for(model)?);
-    let response = openai::send(
-        &job.client,
-        &job.config,
-        &job.target,
-        Endpoint::Responses,
-        body,
-        true,
-        job.deadline,
-    )
-    .await?;
+    let body = job.request.body_for(model)?;
+    let session = Session {
+        client: &job.client,
+        config: &job.config,
+        auth: &job.auth,
+        target: &job.target,
+    };
+    let response = session
+        .send(Endpoint::Responses, body, true, job.deadline)
+        .await?;
     Ok(openai::stream::relay(
         response,
         Endpoint::Responses,

@@ -13,7 +13,7 @@ pub(crate) mod stream;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::time::{Instant, timeout_at};
 
 use crate::call::{Endpoint, UpstreamCall};
@@ -30,7 +30,7 @@ pub(crate) enum RequestBody {
     Multipart(reqwest::multipart::Form),
 }
 
-/// One call over the OpenAI wire.
+/// One call over the OpenAI wire, authorized with `Authorization: Bearer <credential>`.
 pub(crate) async fn call(
     client: &reqwest::Client,
     config: &UpstreamConfig,
@@ -38,12 +38,42 @@ pub(crate) async fn call(
     call: UpstreamCall<'_>,
     deadline: Duration,
 ) -> Result<Reply, Failure> {
-    let deadline_at = Instant::now() + deadline;
-    let endpoint = call.endpoint();
-    let is_stream = call.is_stream();
-    let finals_expected = match call {
-        UpstreamCall::Generate { params } | UpstreamCall::Edit { params, .. } => usize::from(params.n),
-        UpstreamCall::Respond { .. } => 1,
+    let deadline = Deadline::from_now(deadline);
+    let (shape, body) = prepare(call)?;
+    let auth = bearer_headers(target.credential.expose())?;
+    let outgoing = Outgoing {
+        target,
+        auth: &auth,
+        endpoint: shape.endpoint,
+        body,
+        is_stream: shape.is_stream,
+        deadline,
+    };
+    let response = send(client, config, outgoing).await?;
+    finish(response, shape, config, deadline).await
+}
+
+/// What a call expects back: the endpoint, whether it streams, and how many final events end the
+/// stream.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// The endpoint called.
+    pub(crate) endpoint: Endpoint,
+    /// Whether the answer is an event stream.
+    pub(crate) is_stream: bool,
+    /// How many final events a stream carries (`n` for images, 1 for a response).
+    pub(crate) finals_expected: usize,
+}
+
+/// The request body of `call` and what its answer looks like.
+pub(crate) fn prepare(call: UpstreamCall<'_>) -> Result<(Shape, RequestBody), Failure> {
+    let shape = Shape {
+        endpoint: call.endpoint(),
+        is_stream: call.is_stream(),
+        finals_expected: match call {
+            UpstreamCall::Generate { params } | UpstreamCall::Edit { params, .. } => usize::from(params.n),
+            UpstreamCall::Respond { .. } => 1,
+        },
     };
     let body = match call {
         UpstreamCall::Generate { params } => RequestBody::Json(images::generation_body(params)?),
@@ -52,16 +82,22 @@ pub(crate) async fn call(
         }
         UpstreamCall::Respond { body, .. } => RequestBody::Json(responses::responses_body(body)?),
     };
-    let deadline = Deadline {
-        at: deadline_at,
-        budget: deadline,
-    };
-    let response = send(client, config, target, endpoint, body, is_stream, deadline).await?;
-    if is_stream {
+    Ok((shape, body))
+}
+
+/// Turns a successful answer into the [`Reply`]: the relayed events of a stream, or the checked
+/// JSON body.
+pub(crate) async fn finish(
+    response: reqwest::Response,
+    shape: Shape,
+    config: &UpstreamConfig,
+    deadline: Deadline,
+) -> Result<Reply, Failure> {
+    if shape.is_stream {
         return Ok(Reply::Events(stream::relay(
             response,
-            endpoint,
-            finals_expected,
+            shape.endpoint,
+            shape.finals_expected,
             deadline,
         )));
     }
@@ -72,8 +108,18 @@ pub(crate) async fn call(
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     let body = read_body(response, config.max_body_bytes, deadline).await?;
-    check_body(endpoint, &body).map_err(|failure| failure.with_status(status))?;
+    check_body(shape.endpoint, &body).map_err(|failure| failure.with_status(status))?;
     Ok(Reply::Json { body, request_id })
+}
+
+/// `Authorization: Bearer <token>`, marked sensitive (never shown by the HTTP client's `Debug`).
+pub(crate) fn bearer_headers(token: &str) -> Result<HeaderMap, Failure> {
+    let mut headers = HeaderMap::new();
+    let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| Failure::protocol("the credential holds characters that cannot be sent in a header"))?;
+    value.set_sensitive(true);
+    headers.insert(AUTHORIZATION, value);
+    Ok(headers)
 }
 
 /// The deadline of a call: the instant it passes and the budget it was given (for messages).
@@ -86,10 +132,34 @@ pub(crate) struct Deadline {
 }
 
 impl Deadline {
+    /// A deadline `budget` from now.
+    pub(crate) fn from_now(budget: Duration) -> Self {
+        Self {
+            at: Instant::now() + budget,
+            budget,
+        }
+    }
+
     /// The timeout failure.
     pub(crate) fn failure(self) -> Failure {
         Failure::timeout(self.budget)
     }
+}
+
+/// One request to send.
+pub(crate) struct Outgoing<'a> {
+    /// The account called.
+    pub(crate) target: &'a AccountTarget,
+    /// The authorization headers (at least `Authorization`).
+    pub(crate) auth: &'a HeaderMap,
+    /// The endpoint.
+    pub(crate) endpoint: Endpoint,
+    /// The body.
+    pub(crate) body: RequestBody,
+    /// Whether an event stream is asked for.
+    pub(crate) is_stream: bool,
+    /// The call's deadline.
+    pub(crate) deadline: Deadline,
 }
 
 /// Sends one request and returns the answer when its status is a success; an error answer is read
@@ -98,12 +168,16 @@ impl Deadline {
 pub(crate) async fn send(
     client: &reqwest::Client,
     config: &UpstreamConfig,
-    target: &AccountTarget,
-    endpoint: Endpoint,
-    body: RequestBody,
-    is_stream: bool,
-    deadline: Deadline,
+    outgoing: Outgoing<'_>,
 ) -> Result<reqwest::Response, Failure> {
+    let Outgoing {
+        target,
+        auth,
+        endpoint,
+        body,
+        is_stream,
+        deadline,
+    } = outgoing;
     let started = Instant::now();
     let accept = if is_stream {
         "text/event-stream"
@@ -112,7 +186,7 @@ pub(crate) async fn send(
     };
     let request = client
         .post(target.url(endpoint.path()))
-        .bearer_auth(target.credential.expose())
+        .headers(auth.clone())
         .header(ACCEPT, accept);
     let request = match body {
         RequestBody::Json(bytes) => request.header(CONTENT_TYPE, "application/json").body(bytes),

@@ -17,6 +17,8 @@ use imagegate_upstream::{
 };
 use wiremock::MockServer;
 
+pub mod oauth;
+
 pub const KEY: &str = "sk-test-0123456789";
 pub const DEADLINE: Duration = Duration::from_secs(20);
 

@@ -1,0 +1,291 @@
+//! The OAuth credential of ChatGPT-subscription accounts: which access token a call uses, when it
+//! is refreshed, and where the refreshed credential goes.
+//!
+//! - Each request carries `Authorization: Bearer <access_token>`, `chatgpt-account-id` (when
+//!   known), `OpenAI-Beta: responses=experimental` and `originator: codex_cli_rs`.
+//! - The access token is refreshed before a call when it expires within
+//!   [`crate::CodexAuthConfig::refresh_skew`], and once when the upstream answers 401 (the call is
+//!   then sent again once with the new token).
+//! - At most one refresh per account runs at a time: callers of the same account wait on its lock
+//!   and use the token the first one got.
+//! - The refreshed credential is kept here, keyed by account, and given once to the
+//!   [`CredentialStore`]. The account's stored credential (in [`AccountTarget::credential`]) is
+//!   still recognised as the one this process replaced, so the cached credential keeps being used
+//!   until the account's credential is changed from outside.
+
+mod credential;
+mod refresh;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::time::timeout_at;
+
+use self::credential::CodexCredential;
+use self::refresh::RefreshError;
+use crate::call::Endpoint;
+use crate::client::UpstreamConfig;
+use crate::credential_store::CredentialStore;
+use crate::failure::{Failure, FailureKind};
+use crate::openai::{self, Deadline, Outgoing, RequestBody, bearer_headers};
+use crate::target::{AccountTarget, Secret};
+
+/// How many credentials an account's cache remembers as replaced by its refreshed one.
+const REPLACED_KEPT: usize = 8;
+
+/// Refreshed credentials per account, and the store they are saved to.
+pub(crate) struct CodexAuth {
+    store: Option<Arc<dyn CredentialStore>>,
+    accounts: Mutex<HashMap<i64, Arc<AccountSlot>>>,
+}
+
+impl fmt::Debug for CodexAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let accounts = self.accounts.lock().map_or(0, |accounts| accounts.len());
+        f.debug_struct("CodexAuth")
+            .field("has_store", &self.store.is_some())
+            .field("accounts", &accounts)
+            .finish()
+    }
+}
+
+/// One account: its lock (held while its credential is read or refreshed) and cache.
+#[derive(Default)]
+struct AccountSlot {
+    cached: tokio::sync::Mutex<Option<Cached>>,
+}
+
+/// A credential this process refreshed.
+struct Cached {
+    /// The refreshed credential.
+    credential: CodexCredential,
+    /// Its stored form (what was given to the store).
+    saved: Secret,
+    /// Stored forms it replaced: a target still carrying one of them gets the refreshed one.
+    replaced: Vec<Secret>,
+}
+
+/// A call to one codex account.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Session<'a> {
+    pub(crate) client: &'a reqwest::Client,
+    pub(crate) config: &'a UpstreamConfig,
+    pub(crate) auth: &'a Arc<CodexAuth>,
+    pub(crate) target: &'a AccountTarget,
+}
+
+impl Session<'_> {
+    /// Sends a JSON request with the account's access token (refreshed first when it is about
+    /// to expire). On 401 the token is refreshed once and the request sent again once.
+    pub(crate) async fn send(
+        &self,
+        endpoint: Endpoint,
+        body: Bytes,
+        is_stream: bool,
+        deadline: Deadline,
+    ) -> Result<reqwest::Response, Failure> {
+        let credential = self.auth.current(self, deadline).await?;
+        let first = self.send_with(&credential, endpoint, body.clone(), is_stream, deadline);
+        let failure = match first.await {
+            Err(failure) if failure.kind == FailureKind::Unauthorized => failure,
+            other => return other,
+        };
+        tracing::info!(
+            account_id = self.target.account_id,
+            "the upstream refused the access token; refreshing it"
+        );
+        let renewed = self
+            .auth
+            .after_refusal(self, &credential.access_token, deadline)
+            .await?;
+        let second = self.send_with(&renewed, endpoint, body, is_stream, deadline);
+        second.await.map_err(|again| {
+            if again.kind == FailureKind::Unauthorized {
+                Failure::new(
+                    FailureKind::Unauthorized,
+                    "the upstream refused the refreshed access token too (HTTP 401): the account \
+                     needs a new sign-in",
+                )
+                .with_status(again.status.or(failure.status).unwrap_or(401))
+            } else {
+                again
+            }
+        })
+    }
+
+    async fn send_with(
+        &self,
+        credential: &CodexCredential,
+        endpoint: Endpoint,
+        body: Bytes,
+        is_stream: bool,
+        deadline: Deadline,
+    ) -> Result<reqwest::Response, Failure> {
+        let auth = codex_headers(credential)?;
+        let outgoing = Outgoing {
+            target: self.target,
+            auth: &auth,
+            endpoint,
+            body: RequestBody::Json(body),
+            is_stream,
+            deadline,
+        };
+        openai::send(self.client, self.config, outgoing).await
+    }
+}
+
+/// The headers of a ChatGPT-subscription request.
+fn codex_headers(credential: &CodexCredential) -> Result<HeaderMap, Failure> {
+    let mut headers = bearer_headers(&credential.access_token)?;
+    if let Some(account_id) = &credential.account_id {
+        let value = HeaderValue::from_str(account_id).map_err(|_| {
+            Failure::new(
+                FailureKind::Unauthorized,
+                "the credential's account_id cannot be sent in a header",
+            )
+        })?;
+        headers.insert(HeaderName::from_static("chatgpt-account-id"), value);
+    }
+    headers.insert(
+        HeaderName::from_static("openai-beta"),
+        HeaderValue::from_static("responses=experimental"),
+    );
+    headers.insert(
+        HeaderName::from_static("originator"),
+        HeaderValue::from_static("codex_cli_rs"),
+    );
+    Ok(headers)
+}
+
+impl CodexAuth {
+    /// An empty cache saving refreshed credentials to `store`.
+    pub(crate) fn new(store: Option<Arc<dyn CredentialStore>>) -> Self {
+        Self {
+            store,
+            accounts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn slot(&self, account_id: i64) -> Arc<AccountSlot> {
+        let mut accounts = self.accounts.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(accounts.entry(account_id).or_default())
+    }
+
+    /// The credential to call with, refreshed first when it expires within the skew. When that
+    /// refresh fails for a reason other than a refusal and the token has not expired yet, the
+    /// token is used as it is.
+    async fn current(&self, session: &Session<'_>, deadline: Deadline) -> Result<CodexCredential, Failure> {
+        let slot = self.slot(session.target.account_id);
+        let mut cached = timeout_at(deadline.at, slot.cached.lock())
+            .await
+            .map_err(|_| deadline.failure())?;
+        let credential = resolve(&mut cached, &session.target.credential)?;
+        let now = now_seconds();
+        let skew = i64::try_from(session.config.codex.refresh_skew.as_secs()).unwrap_or(i64::MAX);
+        if !credential.expires_within(now, skew) || credential.refresh_token.is_none() {
+            return Ok(credential);
+        }
+        let context = "refreshing the expiring access token failed";
+        match self.refresh(&mut cached, session, &credential, deadline).await {
+            Ok(fresh) => Ok(fresh),
+            Err(error) if !matches!(error, RefreshError::Refused { .. }) && !credential.is_expired(now) => {
+                tracing::warn!(
+                    account_id = session.target.account_id,
+                    error = %error,
+                    "could not refresh the expiring access token; using it until it expires"
+                );
+                Ok(credential)
+            }
+            Err(error) => Err(error.into_failure(context, deadline)),
+        }
+    }
+
+    /// The credential to try again with after the upstream refused `refused_token`: the one
+    /// another call refreshed meanwhile, else a freshly refreshed one.
+    async fn after_refusal(
+        &self,
+        session: &Session<'_>,
+        refused_token: &str,
+        deadline: Deadline,
+    ) -> Result<CodexCredential, Failure> {
+        let slot = self.slot(session.target.account_id);
+        let mut cached = timeout_at(deadline.at, slot.cached.lock())
+            .await
+            .map_err(|_| deadline.failure())?;
+        let credential = resolve(&mut cached, &session.target.credential)?;
+        if credential.access_token != refused_token {
+            return Ok(credential);
+        }
+        self.refresh(&mut cached, session, &credential, deadline)
+            .await
+            .map_err(|error| {
+                let context = "the upstream refused the access token (HTTP 401) and refreshing it failed";
+                error.into_failure(context, deadline)
+            })
+    }
+
+    /// Refreshes `credential` (the caller holds the account's lock), caches the result and saves
+    /// it to the store.
+    async fn refresh(
+        &self,
+        cached: &mut Option<Cached>,
+        session: &Session<'_>,
+        credential: &CodexCredential,
+        deadline: Deadline,
+    ) -> Result<CodexCredential, RefreshError> {
+        let account_id = session.target.account_id;
+        let codex = &session.config.codex;
+        let fresh = refresh::refresh(session.client, codex, credential, now_seconds(), deadline).await?;
+        let saved = fresh.to_secret();
+        let mut replaced = cached.take().map(|old| old.replaced).unwrap_or_default();
+        if !replaced.contains(&session.target.credential) {
+            replaced.push(session.target.credential.clone());
+        }
+        let excess = replaced.len().saturating_sub(REPLACED_KEPT);
+        replaced.drain(..excess);
+        *cached = Some(Cached {
+            credential: fresh.clone(),
+            saved: saved.clone(),
+            replaced,
+        });
+        tracing::info!(
+            account_id,
+            expires_at = fresh.expires_at,
+            "access token refreshed"
+        );
+        if let Some(store) = &self.store
+            && let Err(error) = store.save(account_id, saved).await
+        {
+            tracing::warn!(
+                account_id,
+                error = %error,
+                "the refreshed credential could not be saved; this process keeps using it"
+            );
+        }
+        Ok(fresh)
+    }
+}
+
+/// The credential of `stored`: the cached refresh of it, else `stored` itself (which then
+/// replaces the cache: the account's credential was changed from outside).
+fn resolve(cached: &mut Option<Cached>, stored: &Secret) -> Result<CodexCredential, Failure> {
+    if let Some(entry) = cached.as_ref()
+        && (entry.saved == *stored || entry.replaced.contains(stored))
+    {
+        return Ok(entry.credential.clone());
+    }
+    *cached = None;
+    CodexCredential::parse(stored).map_err(|error| {
+        Failure::new(
+            FailureKind::Unauthorized,
+            format!("the codex account's credential cannot be used: {error}"),
+        )
+    })
+}
+
+fn now_seconds() -> i64 {
+    i64::try_from(openai::now_unix_ms() / 1000).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,244 @@
+//! ChatGPT-subscription accounts: the OAuth access token, the subscription headers, and the refresh
+//! before expiry or after a 401 (once, shared by concurrent calls, saved once).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::oauth::*;
+use common::{DEADLINE, events, generation, json_body, prompt_only};
+use imagegate_domain::ImageParamsDraft;
+use imagegate_upstream::{AccountTarget, Secret, Upstream, UpstreamCall};
+use serde_json::{Value, json};
+use wiremock::matchers::{body_json, header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+#[tokio::test]
+async fn every_request_carries_the_token_and_the_subscription_headers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-1"))
+        .and(header("chatgpt-account-id", "acct-123"))
+        .and(header("openai-beta", "responses=experimental"))
+        .and(header("originator", "codex_cli_rs"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 3600, "account_id": "acct-123"}),
+    );
+    let reply = generate(&upstream_with(&server, &store), &target).await.unwrap();
+    assert_eq!(image_of(reply), "SU1H");
+    assert!(store.saved().is_empty(), "nothing was refreshed");
+}
+
+#[tokio::test]
+async fn a_token_about_to_expire_is_refreshed_before_the_call_and_saved_once() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .and(body_json(grant("rt-1")))
+        .respond_with(token_answer("at-2", Some("rt-2")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-2"))
+        .and(header("chatgpt-account-id", "acct-1"))
+        .respond_with(image_stream())
+        .expect(3)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let upstream = upstream_with(&server, &store);
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30, "account_id": "acct-1"}),
+    );
+    generate(&upstream, &target).await.unwrap();
+    // The account's stored credential has not been re-read yet: the refreshed one is still used.
+    generate(&upstream, &target).await.unwrap();
+
+    let saved = store.saved();
+    assert_eq!(saved.len(), 1, "one refresh, saved once");
+    let (account, credential) = &saved[0];
+    assert_eq!(*account, 7);
+    assert_eq!(credential["access_token"], "at-2");
+    assert_eq!(
+        credential["refresh_token"], "rt-2",
+        "the rotated refresh token is kept"
+    );
+    assert_eq!(credential["account_id"], "acct-1");
+    let expires_at = credential["expires_at"].as_i64().unwrap();
+    assert!(
+        (now() + 3590..=now() + 3610).contains(&expires_at),
+        "{expires_at}"
+    );
+
+    // Once the server reads the saved credential back, it is recognised: still no second refresh.
+    let reread = AccountTarget {
+        credential: Secret::new(credential.to_string()),
+        ..target
+    };
+    generate(&upstream, &reread).await.unwrap();
+    assert_eq!(store.saved().len(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_token_is_refreshed_once_and_the_call_sent_again() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-old"))
+        .respond_with(unauthorized())
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-new"))
+        .respond_with(image_stream())
+        .expect(2)
+        .mount(&server)
+        .await;
+    Mock::given(path("/oauth/token"))
+        .and(body_json(grant("rt-old")))
+        .respond_with(token_answer("at-new", None))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let upstream = upstream_with(&server, &store);
+    // No expiry known: only the 401 tells the token is stale.
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-old", "refresh_token": "rt-old"}),
+    );
+    let params = generation(ImageParamsDraft {
+        stream: Some(true),
+        ..prompt_only("a cat")
+    });
+    let reply = upstream
+        .call(&target, UpstreamCall::Generate { params: &params }, DEADLINE)
+        .await
+        .unwrap();
+    let events = events(reply).await;
+    assert_eq!(events.len(), 1);
+    let completed = events[0].as_ref().unwrap();
+    assert_eq!(completed.event.as_deref(), Some("image_generation.completed"));
+    generate(&upstream, &target).await.unwrap();
+    let saved = store.saved();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(
+        saved[0].1,
+        json!({"access_token": "at-new", "refresh_token": "rt-old", "expires_at": saved[0].1["expires_at"]})
+    );
+}
+
+#[tokio::test]
+async fn concurrent_calls_share_one_refresh() {
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(token_answer("at-2", Some("rt-2")).set_delay(Duration::from_millis(300)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-2"))
+        .respond_with(image_stream())
+        .expect(4)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let upstream = upstream_with(&server, &store);
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() - 5}),
+    );
+    let calls = (0..4).map(|_| generate(&upstream, &target));
+    for result in futures::future::join_all(calls).await {
+        assert_eq!(image_of(result.unwrap()), "SU1H");
+    }
+    assert_eq!(store.saved().len(), 1);
+}
+
+#[tokio::test]
+async fn a_credential_changed_from_outside_replaces_the_cached_one() {
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(token_answer("at-2", Some("rt-2")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-2"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-admin"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let upstream = upstream_with(&server, &store);
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now()}),
+    );
+    generate(&upstream, &target).await.unwrap();
+    let replaced = codex_target(
+        &server,
+        json!({"access_token": "at-admin", "refresh_token": "rt-admin", "expires_at": now() + 3600}),
+    );
+    generate(&upstream, &replaced).await.unwrap();
+}
+
+#[tokio::test]
+async fn forwarded_responses_calls_use_the_token_and_its_refresh_too() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-old"))
+        .respond_with(unauthorized())
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-new"))
+        .and(header("chatgpt-account-id", "acct-5"))
+        .and(body_json(json!({"model": "gpt-5", "input": "hi"})))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": "resp_9", "object": "response", "output": []})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(token_answer("at-new", Some("rt-new")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-old", "refresh_token": "rt-old", "account_id": "acct-5"}),
+    );
+    let body = json!({"model": "gpt-5", "input": "hi"});
+    let call = UpstreamCall::Respond {
+        body: body.as_object().unwrap(),
+        stream: false,
+    };
+    let reply = upstream_with(&server, &store)
+        .call(&target, call, DEADLINE)
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+    assert_eq!(answer["id"], "resp_9");
+}

@@ -1,0 +1,199 @@
+//! ChatGPT-subscription accounts: refreshes that fail, refused refreshed tokens, credentials that
+//! cannot be used, and no token in any failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::oauth::*;
+use imagegate_upstream::{AccountTarget, FailureKind, Secret};
+use serde_json::json;
+use wiremock::matchers::{header, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+#[tokio::test]
+async fn a_refused_refresh_token_makes_the_call_unauthorized() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(unauthorized())
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(
+            json!({"error": "invalid_grant", "error_description": "Refresh token rt-secret-9 is revoked"}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-secret-1", "refresh_token": "rt-secret-9"}),
+    );
+    let failure = generate(&upstream_with(&server, &store), &target)
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Unauthorized);
+    assert_eq!(
+        failure.message,
+        "the upstream refused the access token (HTTP 401) and refreshing it failed: the token endpoint \
+         refused the refresh token (HTTP 400, invalid_grant)"
+    );
+    assert_no_secret(&failure);
+    assert!(store.saved().is_empty());
+}
+
+#[tokio::test]
+async fn an_expired_token_whose_refresh_is_refused_is_not_sent() {
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(
+            json!({"error": {"message": "Your refresh token has already been used",
+            "type": "invalid_request_error", "code": "refresh_token_reused", "param": null}}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-secret-1", "refresh_token": "rt-secret-9", "expires_at": now() - 1}),
+    );
+    let failure = generate(&upstream_with(&server, &store), &target)
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Unauthorized);
+    assert!(
+        failure
+            .message
+            .contains("refreshing the expiring access token failed")
+            && failure.message.contains("refresh_token_reused"),
+        "{}",
+        failure.message
+    );
+    assert_no_secret(&failure);
+    let responses = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.url.path() == "/v1/responses")
+        .count();
+    assert_eq!(responses, 0, "an expired token is not sent");
+}
+
+#[tokio::test]
+async fn a_second_refusal_after_the_refresh_is_unauthorized() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(unauthorized())
+        .expect(2)
+        .mount(&server)
+        .await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(token_answer("at-secret-2", Some("rt-secret-2")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-secret-1", "refresh_token": "rt-secret-1"}),
+    );
+    let failure = generate(&upstream_with(&server, &store), &target)
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Unauthorized);
+    assert_eq!(failure.status, Some(401));
+    assert!(
+        failure.message.contains("refreshed access token"),
+        "{}",
+        failure.message
+    );
+    assert_no_secret(&failure);
+    assert_eq!(store.saved().len(), 1, "the refresh itself worked and was saved");
+}
+
+#[tokio::test]
+async fn a_bare_access_token_is_not_refreshed() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-secret-bare"))
+        .respond_with(unauthorized())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = AccountTarget {
+        credential: Secret::new("at-secret-bare"),
+        ..codex_target(&server, json!({}))
+    };
+    let failure = generate(&upstream_with(&server, &store), &target)
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Unauthorized);
+    assert!(
+        failure.message.contains("no refresh token"),
+        "{}",
+        failure.message
+    );
+    assert_no_secret(&failure);
+}
+
+#[tokio::test]
+async fn an_unreachable_token_endpoint_leaves_a_valid_token_in_use() {
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-1"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 20}),
+    );
+    generate(&upstream_with(&server, &store), &target).await.unwrap();
+
+    // Once expired, the outage is the call's failure, and a transient one.
+    let expired = codex_target(
+        &server,
+        json!({"access_token": "at-9", "refresh_token": "rt-9", "expires_at": now() - 20}),
+    );
+    server.verify().await;
+    server.reset().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let failure = generate(&upstream_with(&server, &store), &expired)
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Transient);
+    assert!(failure.message.contains("HTTP 503"), "{}", failure.message);
+}
+
+#[tokio::test]
+async fn an_unusable_credential_is_unauthorized_without_a_request() {
+    let server = MockServer::start().await;
+    let store = Arc::new(Recorder::default());
+    let target = AccountTarget {
+        credential: Secret::new(r#"{"access_token": "at-secret-broken""#),
+        ..codex_target(&server, json!({}))
+    };
+    let failure = generate(&upstream_with(&server, &store), &target)
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Unauthorized);
+    assert!(failure.message.contains("not valid JSON"), "{}", failure.message);
+    assert_no_secret(&failure);
+    assert!(server.received_requests().await.unwrap().is_empty());
+}

@@ -1,0 +1,124 @@
+//! Helpers of the subscription-credential tests: a recording credential store, token endpoint
+//! answers and a Responses stream with one image.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use imagegate_upstream::{
+    AccountKind, AccountTarget, CodexAuthConfig, CredentialStore, Failure, HttpUpstream, Reply, Secret,
+    Upstream, UpstreamCall, UpstreamConfig,
+};
+use serde_json::{Value, json};
+use wiremock::{MockServer, ResponseTemplate};
+
+use super::{DEADLINE, generation, json_body, now_ms, prompt_only};
+
+pub const CLIENT_ID: &str = "app_test_client";
+
+/// Saved credentials, in order.
+#[derive(Default)]
+pub struct Recorder(Mutex<Vec<(i64, String)>>);
+
+#[async_trait::async_trait]
+impl CredentialStore for Recorder {
+    async fn save(&self, account_id: i64, credential: Secret) -> Result<(), String> {
+        self.0
+            .lock()
+            .unwrap()
+            .push((account_id, credential.expose().to_owned()));
+        Ok(())
+    }
+}
+
+impl Recorder {
+    pub fn saved(&self) -> Vec<(i64, Value)> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(id, text)| (*id, serde_json::from_str(text).unwrap()))
+            .collect()
+    }
+}
+
+pub fn now() -> i64 {
+    (now_ms() / 1000) as i64
+}
+
+pub fn upstream_with(server: &MockServer, store: &Arc<Recorder>) -> HttpUpstream {
+    let config = UpstreamConfig {
+        codex: CodexAuthConfig {
+            token_url: format!("{}/oauth/token", server.uri()),
+            client_id: CLIENT_ID.into(),
+            refresh_skew: Duration::from_secs(60),
+        },
+        ..UpstreamConfig::default()
+    };
+    HttpUpstream::new(config)
+        .unwrap()
+        .with_credential_store(store.clone())
+}
+
+pub fn codex_target(server: &MockServer, credential: Value) -> AccountTarget {
+    AccountTarget {
+        account_id: 7,
+        kind: AccountKind::Codex,
+        base_url: format!("{}/v1", server.uri()),
+        credential: Secret::new(credential.to_string()),
+        main_models: vec!["gpt-5".into()],
+    }
+}
+
+/// A Responses stream with one finished image.
+pub fn image_stream() -> ResponseTemplate {
+    let frames = [
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.done", "sequence_number": 1, "output_index": 0, "item": {
+            "id": "ig_1", "type": "image_generation_call", "status": "completed", "result": "SU1H"}}),
+        json!({"type": "response.completed", "sequence_number": 2, "response": {"id": "resp_1", "status": "completed",
+            "output": [], "tool_usage": {"image_gen": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}}}}),
+    ];
+    let body: String = frames
+        .iter()
+        .map(|frame| format!("event: {}\ndata: {frame}\n\n", frame["type"].as_str().unwrap()))
+        .collect();
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+pub fn unauthorized() -> ResponseTemplate {
+    ResponseTemplate::new(401).set_body_json(
+        json!({"error": {"message": "Your authentication token has expired.",
+        "type": "invalid_request_error", "code": "token_expired", "param": null}}),
+    )
+}
+
+pub fn token_answer(access: &str, refresh: Option<&str>) -> ResponseTemplate {
+    let mut answer = json!({"access_token": access, "expires_in": 3600, "token_type": "Bearer",
+        "id_token": "not.a-jwt.really"});
+    if let Some(refresh) = refresh {
+        answer["refresh_token"] = json!(refresh);
+    }
+    ResponseTemplate::new(200).set_body_json(answer)
+}
+
+pub fn grant(refresh_token: &str) -> Value {
+    json!({"client_id": CLIENT_ID, "grant_type": "refresh_token", "refresh_token": refresh_token,
+        "scope": "openid profile email"})
+}
+
+pub async fn generate(upstream: &HttpUpstream, target: &AccountTarget) -> Result<Reply, Failure> {
+    let params = generation(prompt_only("a cat"));
+    upstream
+        .call(target, UpstreamCall::Generate { params: &params }, DEADLINE)
+        .await
+}
+
+pub fn image_of(reply: Reply) -> Value {
+    let body: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+    body["data"][0]["b64_json"].clone()
+}
+
+pub fn assert_no_secret(failure: &Failure) {
+    let shown = format!("{failure:?} {} {:?}", failure.message, failure.client_error());
+    assert!(!shown.contains("secret"), "a token leaked: {shown}");
+}
