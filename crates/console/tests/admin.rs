@@ -112,9 +112,10 @@ async fn accounts_page_shows_live_state_and_never_the_credential() {
         "3 / 6",
         "1 / 2",
         "cooling down",
-        "(image requests): rate limited, 429 from upstream, reset in 90 s",
+        "rate limited (image requests): 429 from upstream, reset in 90 s",
         "upstream 429 usage_limit_reached",
-        "12 ok / 2 failed",
+        "12 ok",
+        "2 failed",
         "credential stored",
     ] {
         assert!(page.body.contains(expected), "missing {expected:?}");
@@ -123,6 +124,11 @@ async fn accounts_page_shows_live_state_and_never_the_credential() {
         .get(&format!("/admin/accounts/{}", account.id), Some(&admin.cookie))
         .await;
     assert!(edit.body.contains("A credential is stored. It is never shown"));
+    assert!(
+        edit.body
+            .contains(&format!("href=\"/admin/accounts/{}/delete\"", account.id)),
+        "delete from the edit page"
+    );
     assert!(!page.body.contains("TOPSECRET") && !edit.body.contains("TOPSECRET"));
 
     // Editing without a new credential keeps it; with one replaces it; neither shows it.

@@ -31,11 +31,26 @@ struct AccountRow {
     status_class: &'static str,
     in_flight_standard: String,
     in_flight_large: String,
-    cooldown: Option<String>,
-    last_error: Option<String>,
-    calls: String,
+    cooldowns: Vec<Cooldown>,
+    last_error: Option<LastErrorView>,
+    calls_ok: String,
+    calls_failed: String,
     credential: &'static str,
     enabled: bool,
+}
+
+/// A cooldown in force, as shown.
+struct Cooldown {
+    /// `until 12:03:04`
+    until: String,
+    /// `rate limited (image requests): 429 from upstream`
+    detail: String,
+}
+
+/// The most recent failure, as shown.
+struct LastErrorView {
+    message: String,
+    at: String,
 }
 
 #[derive(Template)]
@@ -51,13 +66,13 @@ struct AccountsPage {
 #[template(path = "admin_account_edit.html")]
 struct EditPage {
     layout: Layout,
+    account_id: i64,
     account_name: String,
     form: AccountFormView,
 }
 
-fn cooldown_text(snap: &AccountSnapshot, now: Timestamp) -> Option<String> {
-    let parts: Vec<String> = snap
-        .cooldowns
+fn cooldowns(snap: &AccountSnapshot, now: Timestamp) -> Vec<Cooldown> {
+    snap.cooldowns
         .iter()
         .map(|c| {
             let kind = match c.kind {
@@ -69,11 +84,12 @@ fn cooldown_text(snap: &AccountSnapshot, now: Timestamp) -> Option<String> {
                 LimitScope::All => "all requests",
                 LimitScope::ImagesOnly => "image requests",
             };
-            let until = dates::short(dates::from_unix_millis(c.until.0), now);
-            format!("until {until} ({scope}): {kind}, {}", c.reason)
+            Cooldown {
+                until: format!("until {}", dates::short(dates::from_unix_millis(c.until.0), now)),
+                detail: format!("{kind} ({scope}): {}", c.reason),
+            }
         })
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("; "))
+        .collect()
 }
 
 fn row(
@@ -113,18 +129,13 @@ fn row(
         status_class,
         in_flight_standard: load(snap.map(|s| s.in_flight.standard), account.concurrency_standard),
         in_flight_large: load(snap.map(|s| s.in_flight.large), account.concurrency_large),
-        cooldown: snap.and_then(|s| cooldown_text(s, now)),
-        last_error: snap.and_then(|s| s.last_error.as_ref()).map(|e| {
-            format!(
-                "{} ({})",
-                e.message,
-                dates::short(dates::from_unix_millis(e.at.0), now)
-            )
+        cooldowns: snap.map(|s| cooldowns(s, now)).unwrap_or_default(),
+        last_error: snap.and_then(|s| s.last_error.as_ref()).map(|e| LastErrorView {
+            message: e.message.clone(),
+            at: dates::short(dates::from_unix_millis(e.at.0), now),
         }),
-        calls: snap.map_or_else(
-            || "—".to_owned(),
-            |s| format!("{} ok / {} failed", s.successes, s.failures),
-        ),
+        calls_ok: snap.map_or_else(|| "—".to_owned(), |s| format!("{} ok", s.successes)),
+        calls_failed: snap.map_or_else(String::new, |s| format!("{} failed", s.failures)),
         credential: if account.has_credential { "stored" } else { "none" },
         enabled: account.status != AccountStatus::Disabled,
         name: account.name,
@@ -230,6 +241,7 @@ pub(crate) async fn edit_form(
     let form = AccountFormView::edit(&account, &groups);
     render(&EditPage {
         layout,
+        account_id: account.id.0,
         account_name: account.name,
         form,
     })

@@ -73,7 +73,11 @@ impl UsageRow {
             key: r.key_id.map_or_else(dash, |id| names.key(id)),
             group: r.group_id.map_or_else(dash, |id| names.group(id)),
             account: r.account_id.map_or_else(dash, |id| names.account(id)),
-            endpoint: r.endpoint.trim_start_matches("/v1/").to_owned(),
+            endpoint: r
+                .endpoint
+                .trim_start_matches("/v1/")
+                .trim_start_matches("images/")
+                .to_owned(),
             model: r.model.clone(),
             size: r
                 .size_produced
