@@ -42,11 +42,21 @@ pub fn setup() -> Setup {
 }
 
 pub fn setup_with(accounts: &[&str], gateway_args: &[&str]) -> Setup {
+    let accounts: Vec<(&str, &[&str])> = accounts
+        .iter()
+        .map(|name| (*name, &["--tier", "pro"][..]))
+        .collect();
+    setup_custom(&[], &accounts, gateway_args)
+}
+
+/// A simulator started with `sim_args`, accounts with their own `accounts add` flags, and a
+/// gateway started with `gateway_args`.
+pub fn setup_custom(sim_args: &[&str], accounts: &[(&str, &[&str])], gateway_args: &[&str]) -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let sim = Sim::spawn(&[]);
+    let sim = Sim::spawn(sim_args);
     admin(dir.path(), &["users", "add", "alice"]);
-    for name in accounts {
-        add_account(dir.path(), &sim, name, &["--tier", "pro"]);
+    for (name, flags) in accounts {
+        add_account(dir.path(), &sim, name, flags);
     }
     let key = admin(
         dir.path(),

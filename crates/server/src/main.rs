@@ -8,6 +8,7 @@ mod accounts;
 mod cli;
 mod config;
 mod demo;
+mod fallback;
 mod http;
 mod relay;
 mod serve;

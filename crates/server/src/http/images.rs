@@ -4,16 +4,17 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Extension, Request, State};
+use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use imagegate_domain::{ImageParams, validate_edit, validate_generation};
-use imagegate_upstream::UpstreamCall;
 
+use crate::fallback;
 use crate::http::auth::Caller;
 use crate::http::error::HttpError;
 use crate::http::request_id::RequestId;
-use crate::http::serve_call::{ServeCall, serve};
+use crate::http::serve_call::{ImageCall, serve_images};
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
 
@@ -21,6 +22,7 @@ pub async fn generations(
     State(app): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
     Caller(caller): Caller,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let mut usage = UsageRecorder::start(
@@ -33,8 +35,8 @@ pub async fn generations(
         Ok(params) => params,
         Err(err) => return fail(usage, err),
     };
-    let call = UpstreamCall::Generate { params: &params };
-    serve(&app, &caller, ServeCall::images(&params, call), usage).await
+    let fallback = fallback::enabled(caller.fallback_ladder, &headers);
+    serve_images(&app, &caller, &params, ImageCall::Generate, usage, fallback).await
 }
 
 fn decode_generation(
@@ -58,12 +60,12 @@ pub async fn edits(
     request: Request,
 ) -> Response {
     let mut usage = UsageRecorder::start(app.usage.clone(), &request_id.0, "/v1/images/edits", &caller);
-    let content_type = request
-        .headers()
+    let headers = request.headers().clone();
+    let content_type = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let boundary = match imagegate_codec::multipart::boundary(content_type.as_deref().unwrap_or_default()) {
+        .unwrap_or_default();
+    let boundary = match imagegate_codec::multipart::boundary(content_type) {
         Ok(boundary) => boundary,
         Err(err) => return fail(usage, err.into()),
     };
@@ -80,12 +82,12 @@ pub async fn edits(
         Err(err) => return fail(usage, err.into()),
     };
     usage.params(&params);
-    let call = UpstreamCall::Edit {
-        params: &params,
+    let fallback = fallback::enabled(caller.fallback_ladder, &headers);
+    let call = ImageCall::Edit {
         images: &form.images,
         mask: form.mask.as_ref(),
     };
-    serve(&app, &caller, ServeCall::images(&params, call), usage).await
+    serve_images(&app, &caller, &params, call, usage, fallback).await
 }
 
 /// Records a request that ends in an error before any upstream call, and answers it.

@@ -1,22 +1,24 @@
 //! The part every `/v1` handler shares once the request is valid: per-key limits, the failover
-//! relay, and the answer as JSON or SSE.
+//! relay (and, for images, the opt-in fallback ladder), and the answer as JSON or SSE.
 
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use imagegate_dispatch::{GroupId, KeyLimits, SizeClass};
-use imagegate_domain::ImageParams;
+use imagegate_codec::ApiError;
+use imagegate_dispatch::{GroupId, KeyLimits, KeyPermit, SizeClass};
+use imagegate_domain::{ErrorKind, ImageParams};
 use imagegate_store::AuthContext;
-use imagegate_upstream::{Reply, UpstreamCall};
+use imagegate_upstream::{Reply, UploadedImage, UpstreamCall};
 
+use crate::fallback;
 use crate::http::error::HttpError;
 use crate::http::images::fail;
 use crate::relay::held::Held;
 use crate::relay::json::{images_body, responses_body};
 use crate::relay::stream::{StreamKind, relay_events};
-use crate::relay::{RelayRequest, relay};
+use crate::relay::{RelayFailure, RelayRequest, Relayed, relay};
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
 
@@ -28,9 +30,26 @@ pub struct ServeCall<'a> {
     pub kind: StreamKind,
 }
 
-impl<'a> ServeCall<'a> {
-    pub fn images(params: &ImageParams, call: UpstreamCall<'a>) -> Self {
-        Self {
+/// An images call, apart from its parameters (which the fallback ladder may change).
+#[derive(Debug, Clone, Copy)]
+pub enum ImageCall<'f> {
+    Generate,
+    Edit {
+        images: &'f [UploadedImage],
+        mask: Option<&'f UploadedImage>,
+    },
+}
+
+impl<'f> ImageCall<'f> {
+    fn with<'a>(&self, params: &'a ImageParams) -> ServeCall<'a>
+    where
+        'f: 'a,
+    {
+        let call = match *self {
+            Self::Generate => UpstreamCall::Generate { params },
+            Self::Edit { images, mask } => UpstreamCall::Edit { params, images, mask },
+        };
+        ServeCall {
             call,
             class: params.size_class(),
             kind: StreamKind::Images,
@@ -38,24 +57,98 @@ impl<'a> ServeCall<'a> {
     }
 }
 
+/// Serves an images request, walking the fallback ladder when it is enabled and the request
+/// keeps failing upstream.
+pub async fn serve_images(
+    app: &AppState,
+    caller: &AuthContext,
+    params: &ImageParams,
+    call: ImageCall<'_>,
+    mut usage: UsageRecorder,
+    fallback_enabled: bool,
+) -> Response {
+    let permit = match admit(app, caller).await {
+        Ok(permit) => permit,
+        Err(err) => return fail(usage, err),
+    };
+    let mut result = relay_call(app, caller, call.with(params))
+        .await
+        .map(|r| (r, None));
+    if fallback_enabled {
+        for step in fallback::ladder(params) {
+            match &result {
+                Err(failure) if worth_a_fallback(failure) => {}
+                _ => break,
+            }
+            tracing::info!(change = %step.change, "trying the fallback ladder");
+            result = relay_call(app, caller, call.with(&step.params))
+                .await
+                .map(|r| (r, Some(step.change)));
+        }
+    }
+    match result {
+        Ok((relayed, change)) => {
+            let header = change.map(|change| {
+                usage.note(format!("fallback: {change}"));
+                change
+            });
+            let mut response = respond(app, relayed, StreamKind::Images, usage, permit);
+            if let Some(value) = header.and_then(|c| HeaderValue::from_str(&c).ok()) {
+                response
+                    .headers_mut()
+                    .insert(HeaderName::from_static(fallback::HEADER), value);
+            }
+            response
+        }
+        Err(failure) => fail_relay(usage, failure),
+    }
+}
+
+/// Only upstream failures (not refusals, validation or exhausted pools) make a cheaper try useful.
+fn worth_a_fallback(failure: &RelayFailure) -> bool {
+    matches!(
+        failure.error.api.kind,
+        ErrorKind::UpstreamFailed | ErrorKind::UpstreamTimeout
+    )
+}
+
+/// Serves any call without a ladder (the Responses endpoint).
 pub async fn serve(
     app: &AppState,
     caller: &AuthContext,
     call: ServeCall<'_>,
-    mut usage: UsageRecorder,
+    usage: UsageRecorder,
 ) -> Response {
+    let permit = match admit(app, caller).await {
+        Ok(permit) => permit,
+        Err(err) => return fail(usage, err),
+    };
+    match relay_call(app, caller, call).await {
+        Ok(relayed) => respond(app, relayed, call.kind, usage, permit),
+        Err(failure) => fail_relay(usage, failure),
+    }
+}
+
+/// Applies the key's own concurrency and requests-per-minute limits.
+async fn admit(app: &AppState, caller: &AuthContext) -> Result<Option<KeyPermit>, HttpError> {
     let limits = KeyLimits {
         max_concurrency: caller.limits.max_concurrency,
         requests_per_minute: caller.limits.rpm,
     };
-    let permit = match app.key_gate.admit(&caller.key_id.to_string(), limits).await {
-        Ok(permit) => Some(permit),
+    match app.key_gate.admit(&caller.key_id.to_string(), limits).await {
+        Ok(permit) => Ok(Some(permit)),
         Err(err) => {
-            let api =
-                imagegate_codec::ApiError::new(imagegate_domain::ErrorKind::KeyRateLimited, err.to_string());
-            return fail(usage, HttpError::new(api).with_retry_after(err.retry_after()));
+            let api = ApiError::new(ErrorKind::KeyRateLimited, err.to_string());
+            Err(HttpError::new(api).with_retry_after(err.retry_after()))
         }
-    };
+    }
+}
+
+async fn relay_call(
+    app: &AppState,
+    caller: &AuthContext,
+    call: ServeCall<'_>,
+) -> Result<Relayed, RelayFailure> {
     let group = GroupId::new(&caller.group_id.to_string());
     let request = RelayRequest {
         group: &group,
@@ -64,16 +157,24 @@ pub async fn serve(
         call: call.call,
         deadline: deadline(app, call.class),
     };
-    let relayed = match relay(app, request).await {
-        Ok(relayed) => relayed,
-        Err(failure) => {
-            usage.account(failure.account_id);
-            if failure.switches > 0 {
-                usage.note(format!("failed over {} time(s)", failure.switches));
-            }
-            return fail(usage, failure.error);
-        }
-    };
+    relay(app, request).await
+}
+
+fn fail_relay(mut usage: UsageRecorder, failure: RelayFailure) -> Response {
+    usage.account(failure.account_id);
+    if failure.switches > 0 {
+        usage.note(format!("failed over {} time(s)", failure.switches));
+    }
+    fail(usage, failure.error)
+}
+
+fn respond(
+    app: &AppState,
+    relayed: Relayed,
+    kind: StreamKind,
+    mut usage: UsageRecorder,
+    permit: Option<KeyPermit>,
+) -> Response {
     usage.account(relayed.account_id);
     if relayed.switches > 0 {
         usage.note(format!("failed over {} time(s)", relayed.switches));
@@ -82,7 +183,7 @@ pub async fn serve(
         lease: relayed.lease,
         permit,
     };
-    match (relayed.reply, call.kind) {
+    match (relayed.reply, kind) {
         (Reply::Json { body, .. }, StreamKind::Images) => images_body(body, usage, held),
         (Reply::Json { body, .. }, StreamKind::Responses) => responses_body(body, usage, held),
         (Reply::Events(events), kind) => {

@@ -1,0 +1,64 @@
+//! `imagegate demo`: a newcomer's first command gives a working key and images without credentials.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use imagegate_e2e::bin_path;
+
+#[tokio::test]
+async fn demo_prints_a_key_that_generates_images() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin_path("imagegate"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["demo", "--listen", "127.0.0.1:0"])
+        .env("IMAGEGATE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut key, mut base) = (None, None);
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let line = line.trim().to_owned();
+            if let Some(rest) = line.strip_prefix("API key") {
+                key = Some(rest.trim().to_owned());
+            } else if let Some(rest) = line.strip_prefix("Base URL") {
+                base = Some(rest.trim().to_owned());
+            }
+            if let (Some(k), Some(b)) = (&key, &base) {
+                let _ = tx.send((k.clone(), b.clone()));
+                break;
+            }
+        }
+    });
+    let (key, base) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("demo banner with key and base URL");
+    assert!(key.starts_with("sk-ig-"), "{key}");
+    let body: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/images/generations"))
+        .bearer_auth(&key)
+        .json(&serde_json::json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1024x1024"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        body["data"][0]["b64_json"].as_str().unwrap().len() > 1000,
+        "{body}"
+    );
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "demo did not exit cleanly: {status}");
+}

@@ -1,0 +1,185 @@
+//! End to end: the account pool seen through the real binaries: failover on 5xx, size-class
+//! concurrency, the fallback ladder, keepalive comments and agent tool injection.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{credential, setup_custom, setup_with};
+use futures::future::join_all;
+use serde_json::{Value, json};
+
+fn generation(size: &str, quality: &str) -> Value {
+    json!({"model": "gpt-image-2", "prompt": "pool", "size": size, "quality": quality})
+}
+
+#[tokio::test]
+async fn a_502_is_retried_once_on_another_account() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    s.sim_fault(json!({"fault": "502", "times": 1})).await;
+    let response = s
+        .post_json("/images/generations", generation("1024x1024", "low"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let stats = s.sim_stats().await;
+    assert_eq!(stats["requests"], 2, "{stats}");
+    let a = stats["by_token"][credential("acct-a")]["requests"]
+        .as_u64()
+        .unwrap_or(0);
+    let b = stats["by_token"][credential("acct-b")]["requests"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!((a, b), (1, 1), "the retry must go to the other account: {stats}");
+    let records = s.usage_at_least(1).await;
+    assert!(
+        records[0]["fallback_note"]
+            .as_str()
+            .unwrap()
+            .contains("failed over 1"),
+        "{:?}",
+        records[0]
+    );
+}
+
+#[tokio::test]
+async fn large_requests_respect_the_large_limit_while_standard_ones_continue() {
+    let s = setup_custom(
+        &["--latency-ms", "700"],
+        &[(
+            "acct-a",
+            &[
+                "--tier",
+                "pro",
+                "--concurrency-large",
+                "1",
+                "--concurrency-standard",
+                "4",
+            ],
+        )],
+        &[],
+    );
+    let large = || {
+        s.post_json("/images/generations", generation("2560x1600", "low"))
+            .send()
+    };
+    let responses = join_all([large(), large(), large()]).await;
+    assert!(responses.into_iter().all(|r| r.unwrap().status() == 200));
+    let stats = s.sim_stats().await;
+    assert_eq!(
+        stats["max_in_flight"], 1,
+        "two large requests reached the account at once: {stats}"
+    );
+
+    s.client
+        .post(format!("{}/sim/stats/reset", s.sim.url))
+        .send()
+        .await
+        .unwrap();
+    let standard = || {
+        s.post_json("/images/generations", generation("1024x1024", "low"))
+            .send()
+    };
+    let (l1, l2, s1, s2) = tokio::join!(large(), large(), standard(), standard());
+    for response in [l1, l2, s1, s2] {
+        assert_eq!(response.unwrap().status(), 200);
+    }
+    let max = s.sim_stats().await["max_in_flight"].as_u64().unwrap();
+    assert!(
+        (2..=3).contains(&max),
+        "standard requests must run beside the one large request: {max}"
+    );
+}
+
+#[tokio::test]
+async fn the_fallback_ladder_is_opt_in_and_always_reported() {
+    let s = setup_with(&["acct-a"], &[]);
+    s.sim_fault(json!({"fault": "502", "times": 1})).await;
+    let plain = s
+        .post_json("/images/generations", generation("3840x2160", "high"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 502, "without opting in nothing is downgraded");
+    assert!(plain.headers().get("x-imagegate-fallback").is_none());
+
+    s.sim_fault(json!({"fault": "502", "times": 1})).await;
+    let response = s
+        .post_json("/images/generations", generation("3840x2160", "high"))
+        .header("x-imagegate-fallback", "on")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-imagegate-fallback"], "quality=high->medium");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["quality"], "medium");
+    assert_eq!(body["size"], "3840x2160");
+    let records = s.usage_at_least(2).await;
+    let record = &records[0];
+    assert_eq!(record["quality_requested"], "high");
+    assert_eq!(record["quality_produced"], "medium");
+    assert!(
+        record["fallback_note"]
+            .as_str()
+            .unwrap()
+            .contains("quality=high->medium"),
+        "{record}"
+    );
+}
+
+#[tokio::test]
+async fn keepalive_comments_flow_while_the_upstream_is_quiet() {
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[timeouts]\nkeepalive_secs = 1\n").unwrap();
+    let config_path = config.path().to_str().unwrap().to_owned();
+    let s = setup_with(&["acct-a"], &["--config", &config_path]);
+    s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 2600}))
+        .await;
+    let body = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true, "partial_images": 1}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        body.contains(": keepalive\n\n"),
+        "no keepalive comment in {} bytes",
+        body.len()
+    );
+    let events = imagegate_e2e::parse_sse(&body);
+    assert_eq!(events.last().unwrap().0, "image_generation.completed");
+}
+
+#[tokio::test]
+async fn official_agent_clients_get_the_image_tool_injected() {
+    let s = setup_with(&["acct-a"], &[]);
+    let ask = |user_agent: &'static str| {
+        s.post_json("/responses", json!({"model": "gpt-5", "input": "draw a heron"}))
+            .header("user-agent", user_agent)
+            .send()
+    };
+    let agent: Value = ask("codex_cli_rs/0.50.0 (Linux; x86_64)")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let calls = |body: &Value| {
+        body["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["type"] == "image_generation_call")
+            .count()
+    };
+    assert_eq!(calls(&agent), 1, "{agent}");
+    let other: Value = ask("OpenAI/Python 3.54.0").await.unwrap().json().await.unwrap();
+    assert_eq!(calls(&other), 0, "{other}");
+}
