@@ -69,11 +69,14 @@ mod account_set;
 mod clock;
 mod dispatcher;
 mod error;
+mod fallback;
 mod key_limits;
 mod lease;
 mod lease_table;
 mod memory;
 mod outcome;
+#[cfg(feature = "redis")]
+pub mod redis_backend;
 pub mod select;
 mod snapshot;
 mod state;
@@ -83,6 +86,7 @@ pub use account_set::AccountSet;
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use dispatcher::{DispatchConfig, DispatchRequest, Dispatcher};
 pub use error::{KeyLimitError, PoolError, StateError};
+pub use fallback::FallbackPoolState;
 pub use key_limits::{
     KeyAdmission, KeyGate, KeyLimiter, KeyLimits, KeyPermit, MemoryKeyLimiter, RATE_WINDOW,
 };
@@ -92,6 +96,8 @@ pub use outcome::{
     AccountHealth, AccountStatus, Cooldown, CooldownKind, CooldownPolicy, LastError, LimitScope, Outcome,
     rate_limit_backoff,
 };
+#[cfg(feature = "redis")]
+pub use redis_backend::{RedisConfig, RedisKeyLimiter, RedisPoolState};
 pub use select::{AccountRuntime, Candidate, ClassCounts, RankedCandidates};
 pub use snapshot::{AccountSnapshot, CooldownView, PoolSnapshot};
 pub use state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};

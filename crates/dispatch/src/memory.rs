@@ -248,15 +248,8 @@ impl PoolState for MemoryPoolState {
     }
 
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
-        self.lock().update_health(account, |health| {
-            let old = std::mem::take(health);
-            *health = AccountHealth {
-                successes: old.successes,
-                failures: old.failures,
-                last_error: old.last_error,
-                ..AccountHealth::default()
-            };
-        });
+        self.lock()
+            .update_health(account, |health| *health = std::mem::take(health).cleared());
         Ok(())
     }
 

@@ -139,7 +139,11 @@ pub struct LastError {
 }
 
 /// Everything the outcomes have taught the pool about one account.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Serialisable so a shared backend can store it (missing fields read as their defaults, so a
+/// value written by an older version still loads).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AccountHealth {
     /// Status requiring manual action when not `Ok`.
     pub status: AccountStatus,
@@ -181,6 +185,18 @@ impl AccountHealth {
             None
         };
         all.max(images)
+    }
+
+    /// The health after an operator clears it: cooldowns, streaks and error status gone; success
+    /// and failure counts and the last error kept.
+    #[must_use]
+    pub fn cleared(self) -> Self {
+        Self {
+            successes: self.successes,
+            failures: self.failures,
+            last_error: self.last_error,
+            ..Self::default()
+        }
     }
 
     /// Applies the rules for `outcome` observed at `now`.

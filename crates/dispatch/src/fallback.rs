@@ -1,0 +1,228 @@
+//! [`FallbackPoolState`]: a shared backend (Redis) with a local stand-in while it is down.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::account::AccountId;
+use crate::clock::UnixMillis;
+use crate::error::StateError;
+use crate::memory::MemoryPoolState;
+use crate::outcome::{CooldownPolicy, Outcome};
+use crate::state::{Acquire, AcquireRequest, LeaseId, PoolState, StateSnapshot};
+
+/// Bit set in the ids of leases taken from the local state (the primary's ids must not use it;
+/// Redis lease ids are positive 64-bit signed counters, so they never do).
+const LOCAL_LEASE: u64 = 1 << 63;
+
+/// Pool state that uses a primary (shared) backend and falls back to a local in-memory state when
+/// the primary fails.
+///
+/// - While the primary answers, every call goes to it; outcomes and operator clears are also
+///   applied locally, so the local state starts from this replica's recent observations.
+/// - When a call fails with a backend error, the state turns *degraded* ([`Self::degraded`]) and
+///   that call and the next ones are served locally: per-account limits then hold per replica
+///   only, and cooldowns learnt by other replicas are not seen.
+/// - While degraded, one call every `recheck` (measured with the `now` the calls pass in) tries
+///   the primary again; the first success ends the degradation.
+/// - Operator clears always try the primary too.
+/// - Leases remember where they were taken, so renewals and releases go to the right backend.
+///   Leases taken locally are unknown to the primary: right after recovery an account can briefly
+///   run more requests than its limit, until they finish.
+#[derive(Debug)]
+pub struct FallbackPoolState {
+    primary: Arc<dyn PoolState>,
+    local: MemoryPoolState,
+    recheck: Duration,
+    mode: Mutex<Mode>,
+    /// Outer id of each lease taken locally → its id in the local state.
+    local_leases: Mutex<HashMap<LeaseId, LeaseId>>,
+    next_local: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Mode {
+    degraded: bool,
+    last_probe: UnixMillis,
+    last_error: Option<StateError>,
+}
+
+impl FallbackPoolState {
+    /// Uses `primary`, falling back to a local state applying `policy`; while degraded, retries
+    /// the primary every `recheck` (a few seconds is sensible).
+    #[must_use]
+    pub fn new(primary: Arc<dyn PoolState>, policy: CooldownPolicy, recheck: Duration) -> Self {
+        Self {
+            primary,
+            local: MemoryPoolState::new(policy),
+            recheck,
+            mode: Mutex::new(Mode::default()),
+            local_leases: Mutex::new(HashMap::new()),
+            next_local: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the primary failed and calls are served locally.
+    #[must_use]
+    pub fn degraded(&self) -> bool {
+        self.mode().degraded
+    }
+
+    /// The error that degraded the state, while it is degraded.
+    #[must_use]
+    pub fn last_error(&self) -> Option<StateError> {
+        let mode = self.mode();
+        mode.degraded.then(|| mode.last_error.clone()).flatten()
+    }
+
+    fn mode(&self) -> MutexGuard<'_, Mode> {
+        // Each update writes whole fields: a poisoned lock still holds a consistent value.
+        self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn local_leases(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseId>> {
+        self.local_leases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether to call the primary now: always when healthy, once per `recheck` when degraded.
+    fn use_primary(&self, now: UnixMillis) -> bool {
+        let mut mode = self.mode();
+        if !mode.degraded {
+            return true;
+        }
+        let due = now < mode.last_probe || now.since(mode.last_probe) >= self.recheck;
+        if due {
+            mode.last_probe = now;
+        }
+        due
+    }
+
+    fn healthy(&self) {
+        let mut mode = self.mode();
+        mode.degraded = false;
+        mode.last_error = None;
+    }
+
+    fn degrade(&self, now: Option<UnixMillis>, error: StateError) {
+        let mut mode = self.mode();
+        if let Some(now) = now {
+            mode.last_probe = now;
+        }
+        mode.degraded = true;
+        mode.last_error = Some(error);
+    }
+
+    async fn acquire_locally(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
+        match self.local.try_acquire(request).await? {
+            Acquire::Granted(mut grant) => {
+                let outer = LeaseId(LOCAL_LEASE | self.next_local.fetch_add(1, Ordering::Relaxed));
+                self.local_leases().insert(outer, grant.id);
+                grant.id = outer;
+                Ok(Acquire::Granted(grant))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+fn is_local(lease: LeaseId) -> bool {
+    lease.0 & LOCAL_LEASE != 0
+}
+
+#[async_trait]
+impl PoolState for FallbackPoolState {
+    async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
+        if self.use_primary(request.now) {
+            match self.primary.try_acquire(request).await {
+                Ok(answer) => {
+                    self.healthy();
+                    return Ok(answer);
+                }
+                Err(error) => self.degrade(Some(request.now), error),
+            }
+        }
+        self.acquire_locally(request).await
+    }
+
+    fn release_detached(&self, lease: LeaseId) {
+        if is_local(lease) {
+            let inner = self.local_leases().remove(&lease);
+            if let Some(inner) = inner {
+                self.local.release_detached(inner);
+            }
+        } else {
+            self.primary.release_detached(lease);
+        }
+    }
+
+    async fn renew(
+        &self,
+        lease: LeaseId,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError> {
+        if is_local(lease) {
+            let inner = self.local_leases().get(&lease).copied();
+            return match inner {
+                Some(inner) => self.local.renew(inner, ttl, now).await,
+                None => Ok(None),
+            };
+        }
+        match self.primary.renew(lease, ttl, now).await {
+            Ok(renewed) => {
+                self.healthy();
+                Ok(renewed)
+            }
+            Err(error) => {
+                self.degrade(Some(now), error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    async fn record_outcome(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+    ) -> Result<(), StateError> {
+        self.local.record_outcome(account, outcome, now).await?;
+        if self.use_primary(now) {
+            match self.primary.record_outcome(account, outcome, now).await {
+                Ok(()) => self.healthy(),
+                Err(error) => self.degrade(Some(now), error),
+            }
+        }
+        Ok(())
+    }
+
+    async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
+        // An operator action: always try to reach the shared state.
+        self.local.clear_health(account).await?;
+        match self.primary.clear_health(account).await {
+            Ok(()) => self.healthy(),
+            Err(error) => self.degrade(None, error),
+        }
+        Ok(())
+    }
+
+    async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
+        if self.use_primary(now) {
+            match self.primary.snapshot(now).await {
+                Ok(snapshot) => {
+                    self.healthy();
+                    return Ok(snapshot);
+                }
+                Err(error) => self.degrade(Some(now), error),
+            }
+        }
+        self.local.snapshot(now).await
+    }
+}
+
+#[cfg(test)]
+#[path = "fallback_tests.rs"]
+mod tests;

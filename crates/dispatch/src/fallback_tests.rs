@@ -1,0 +1,212 @@
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+use super::*;
+use crate::account::{AccountSpec, GroupId, SizeClass, Tier};
+use crate::outcome::LimitScope;
+use crate::select::RankedCandidates;
+
+const START: UnixMillis = UnixMillis(1_000_000);
+const RECHECK: Duration = Duration::from_secs(5);
+
+/// A memory state that can be switched off, counting the calls it receives.
+#[derive(Debug, Default)]
+struct Switchable {
+    inner: MemoryPoolState,
+    down: AtomicBool,
+    calls: AtomicUsize,
+}
+
+impl Switchable {
+    fn check(&self) -> Result<(), StateError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.down.load(Ordering::SeqCst) {
+            Err(StateError::Backend("switched off".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl PoolState for Switchable {
+    async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
+        self.check()?;
+        self.inner.try_acquire(request).await
+    }
+    fn release_detached(&self, lease: LeaseId) {
+        self.inner.release_detached(lease);
+    }
+    async fn renew(
+        &self,
+        lease: LeaseId,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError> {
+        self.check()?;
+        self.inner.renew(lease, ttl, now).await
+    }
+    async fn record_outcome(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+    ) -> Result<(), StateError> {
+        self.check()?;
+        self.inner.record_outcome(account, outcome, now).await
+    }
+    async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
+        self.check()?;
+        self.inner.clear_health(account).await
+    }
+    async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
+        self.check()?;
+        self.inner.snapshot(now).await
+    }
+}
+
+fn setup() -> (Arc<Switchable>, FallbackPoolState) {
+    let primary = Arc::new(Switchable::default());
+    let state = FallbackPoolState::new(primary.clone(), CooldownPolicy::default(), RECHECK);
+    (primary, state)
+}
+
+fn request(now: UnixMillis) -> AcquireRequest {
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"])];
+    AcquireRequest {
+        candidates: Arc::new(RankedCandidates::for_group(&specs, &GroupId::new("g"))),
+        class: SizeClass::Large,
+        image: true,
+        exclude: Vec::new(),
+        lease_ttl: Duration::from_secs(60),
+        now,
+    }
+}
+
+fn granted(answer: Acquire) -> LeaseId {
+    match answer {
+        Acquire::Granted(grant) => grant.id,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+async fn large_in_flight(state: &dyn PoolState, now: UnixMillis) -> u32 {
+    let snapshot = state.snapshot(now).await.unwrap();
+    snapshot
+        .get(&AccountId::new("a"))
+        .map_or(0, |r| r.in_flight.large)
+}
+
+#[tokio::test]
+async fn a_healthy_primary_serves_everything() {
+    let (primary, state) = setup();
+    let lease = granted(state.try_acquire(&request(START)).await.unwrap());
+    assert!(!is_local(lease));
+    assert!(!state.degraded());
+    assert_eq!(large_in_flight(&primary.inner, START).await, 1);
+    assert_eq!(state.try_acquire(&request(START)).await.unwrap(), Acquire::Busy);
+    state.release_detached(lease);
+    assert_eq!(large_in_flight(&primary.inner, START).await, 0);
+}
+
+#[tokio::test]
+async fn a_failing_primary_degrades_to_local_state_and_recovers() {
+    let (primary, state) = setup();
+    let shared = granted(state.try_acquire(&request(START)).await.unwrap());
+    primary.down.store(true, Ordering::SeqCst);
+
+    let local = granted(state.try_acquire(&request(START)).await.unwrap());
+    assert!(is_local(local), "served by the local state");
+    assert!(state.degraded());
+    assert_eq!(
+        state.last_error(),
+        Some(StateError::Backend("switched off".into()))
+    );
+    // The local state enforces the limit on its own.
+    assert_eq!(state.try_acquire(&request(START)).await.unwrap(), Acquire::Busy);
+
+    // No new attempt on the primary before the recheck interval.
+    let calls = primary.calls.load(Ordering::SeqCst);
+    let almost = START.plus(RECHECK - Duration::from_millis(1));
+    assert_eq!(state.try_acquire(&request(almost)).await.unwrap(), Acquire::Busy);
+    assert_eq!(primary.calls.load(Ordering::SeqCst), calls);
+
+    // Past it, the primary is tried again; still down, still degraded.
+    let later = START.plus(RECHECK);
+    assert_eq!(state.try_acquire(&request(later)).await.unwrap(), Acquire::Busy);
+    assert_eq!(primary.calls.load(Ordering::SeqCst), calls + 1);
+    assert!(state.degraded());
+
+    // Releases go back where the leases came from.
+    state.release_detached(local);
+    assert_eq!(large_in_flight(&state.local, later).await, 0);
+    assert_eq!(
+        large_in_flight(&primary.inner, later).await,
+        1,
+        "the shared lease is still held"
+    );
+
+    primary.down.store(false, Ordering::SeqCst);
+    let recovered = START.plus(RECHECK * 2);
+    assert_eq!(
+        state.try_acquire(&request(recovered)).await.unwrap(),
+        Acquire::Busy,
+        "the primary still counts the shared lease"
+    );
+    assert!(!state.degraded());
+    assert_eq!(state.last_error(), None);
+    state.release_detached(shared);
+    assert!(!is_local(granted(
+        state.try_acquire(&request(recovered)).await.unwrap()
+    )));
+}
+
+#[tokio::test]
+async fn local_leases_renew_locally_and_shared_renew_failures_degrade() {
+    let (primary, state) = setup();
+    let shared = granted(state.try_acquire(&request(START)).await.unwrap());
+    primary.down.store(true, Ordering::SeqCst);
+    let ttl = Duration::from_secs(60);
+    assert!(state.renew(shared, ttl, START).await.is_err());
+    assert!(state.degraded());
+    let specs = [AccountSpec::new("b", Tier::Pro, &["g"])];
+    let other = AcquireRequest {
+        candidates: Arc::new(RankedCandidates::for_group(&specs, &GroupId::new("g"))),
+        ..request(START)
+    };
+    let local = granted(state.try_acquire(&other).await.unwrap());
+    let later = START.plus(Duration::from_secs(30));
+    assert_eq!(state.renew(local, ttl, later).await, Ok(Some(later.plus(ttl))));
+    state.release_detached(local);
+    assert_eq!(state.renew(local, ttl, later).await, Ok(None));
+}
+
+#[tokio::test]
+async fn outcomes_are_kept_locally_so_the_fallback_knows_recent_cooldowns() {
+    let (primary, state) = setup();
+    let reset = START.plus(Duration::from_secs(90));
+    let limited = Outcome::RateLimited {
+        reset_at: Some(reset),
+        scope: LimitScope::All,
+    };
+    state.record_outcome(&"a".into(), &limited, START).await.unwrap();
+    let shared = primary.inner.snapshot(START).await.unwrap();
+    assert!(shared[&AccountId::new("a")].health.cooldown_all.is_some());
+
+    primary.down.store(true, Ordering::SeqCst);
+    assert_eq!(
+        state.try_acquire(&request(START)).await.unwrap(),
+        Acquire::CoolingDown {
+            earliest_reset: reset
+        }
+    );
+    assert!(state.degraded());
+    // Recorded while down: not an error, applied locally.
+    state
+        .record_outcome(&"a".into(), &Outcome::Success, START)
+        .await
+        .unwrap();
+    state.clear_health(&"a".into()).await.unwrap();
+    assert!(granted(state.try_acquire(&request(START)).await.unwrap()).0 & LOCAL_LEASE != 0);
+    let local = state.snapshot(START).await.unwrap();
+    assert_eq!(local[&AccountId::new("a")].health.successes, 1);
+}

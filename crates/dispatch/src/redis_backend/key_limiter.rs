@@ -1,0 +1,166 @@
+//! [`RedisKeyLimiter`]: per-key limits shared by every replica.
+
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::ConnectionManager;
+use redis::{Script, Value};
+
+use super::release::{Release, ReleaseQueue, push_args};
+use super::reply::{number, tagged};
+use super::{Keys, RedisConfig};
+use crate::clock::UnixMillis;
+use crate::error::KeyLimitError;
+use crate::key_limits::{KeyAdmission, KeyLimiter, KeyLimits, RATE_WINDOW};
+
+static KEY_ADMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/key_admit.lua")));
+
+/// Per-key concurrency and requests-per-minute limits in Redis, atomic in one script.
+///
+/// A concurrency permit is a member of a sorted set scored by its expiry: it is removed when the
+/// [`crate::KeyPermit`] is dropped, or when [`RedisKeyLimiter::with_permit_ttl`] (default 15 min)
+/// runs out if its replica died. A request holding its permit longer than that stops counting, so
+/// the TTL must exceed the longest request. The requests-per-minute window is a sliding window of
+/// request starts. Keys without limits cost no round trip.
+pub struct RedisKeyLimiter {
+    connection: ConnectionManager,
+    keys: Keys,
+    releases: Arc<ReleaseQueue>,
+    concurrency_retry_after: Duration,
+    permit_ttl: Duration,
+}
+
+impl RedisKeyLimiter {
+    /// A limiter in the Redis of `config`, suggesting a 1 s retry when a key is at its concurrency
+    /// limit. Connects on first use.
+    ///
+    /// # Errors
+    /// [`KeyLimitError::Backend`] for an invalid URL or when called outside a Tokio runtime.
+    pub fn new(config: &RedisConfig) -> Result<Self, KeyLimitError> {
+        let connection = config.connect().map_err(KeyLimitError::Backend)?;
+        Ok(Self {
+            releases: ReleaseQueue::start(connection.clone()),
+            connection,
+            keys: Keys::new(&config.prefix),
+            concurrency_retry_after: Duration::from_secs(1),
+            permit_ttl: Duration::from_secs(15 * 60),
+        })
+    }
+
+    /// The same limiter suggesting `retry_after` when a key is at its concurrency limit.
+    #[must_use]
+    pub fn with_concurrency_retry_after(mut self, retry_after: Duration) -> Self {
+        self.concurrency_retry_after = retry_after;
+        self
+    }
+
+    /// The same limiter letting a permit whose holder died count for `ttl` at most.
+    #[must_use]
+    pub fn with_permit_ttl(mut self, ttl: Duration) -> Self {
+        self.permit_ttl = ttl;
+        self
+    }
+}
+
+impl fmt::Debug for RedisKeyLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisKeyLimiter")
+            .field("prefix", &self.keys.prefix())
+            .field("concurrency_retry_after", &self.concurrency_retry_after)
+            .field("permit_ttl", &self.permit_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RedisKeyLimiter {
+    fn drop(&mut self) {
+        self.releases.close();
+    }
+}
+
+fn bad_reply() -> KeyLimitError {
+    KeyLimitError::Backend("redis: unexpected reply to a key admission".to_owned())
+}
+
+/// A limit as a script argument: -1 for none.
+fn limit_arg(limit: Option<u32>) -> i64 {
+    limit.map_or(-1, i64::from)
+}
+
+#[async_trait]
+impl KeyLimiter for RedisKeyLimiter {
+    async fn try_admit(
+        &self,
+        key: &str,
+        limits: KeyLimits,
+        now: UnixMillis,
+    ) -> Result<KeyAdmission, KeyLimitError> {
+        if limits.max_concurrency.is_none() && limits.requests_per_minute.is_none() {
+            return Ok(KeyAdmission { token: None });
+        }
+        let releases = self.releases.take();
+        let mut invocation = KEY_ADMIT.prepare_invoke();
+        invocation
+            .key(self.keys.key_permits(key))
+            .key(self.keys.key_starts(key))
+            .key(self.keys.key_seq())
+            .arg(now.0)
+            .arg(limit_arg(limits.max_concurrency))
+            .arg(limit_arg(limits.requests_per_minute))
+            .arg(now.plus(self.permit_ttl).0)
+            .arg(u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX));
+        push_args(&mut invocation, &releases);
+        let mut connection = self.connection.clone();
+        let reply: Value = match invocation.invoke_async(&mut connection).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.releases.give_back(releases);
+                return Err(KeyLimitError::Backend(format!(
+                    "redis: key admission failed: {e}"
+                )));
+            }
+        };
+        let (tag, rest) = tagged(reply).ok_or_else(bad_reply)?;
+        match (tag.as_str(), rest.as_slice(), limits) {
+            ("ok", [token], _) => {
+                let token = number(token).ok_or_else(bad_reply)?;
+                Ok(KeyAdmission {
+                    token: limits.max_concurrency.map(|_| token),
+                })
+            }
+            (
+                "concurrency",
+                [],
+                KeyLimits {
+                    max_concurrency: Some(limit),
+                    ..
+                },
+            ) => Err(KeyLimitError::TooManyConcurrent {
+                limit,
+                retry_after: self.concurrency_retry_after,
+            }),
+            (
+                "rate",
+                [oldest],
+                KeyLimits {
+                    requests_per_minute: Some(limit),
+                    ..
+                },
+            ) => {
+                let oldest = UnixMillis(number(oldest).ok_or_else(bad_reply)?);
+                let retry_after = oldest.plus(RATE_WINDOW).since(now).max(Duration::from_millis(1));
+                Err(KeyLimitError::TooManyRequests { limit, retry_after })
+            }
+            _ => Err(bad_reply()),
+        }
+    }
+
+    fn release_detached(&self, key: &str, token: u64) {
+        self.releases.push(Release {
+            set: self.keys.key_permits(key),
+            member: token,
+        });
+    }
+}

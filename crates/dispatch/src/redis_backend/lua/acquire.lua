@@ -1,0 +1,114 @@
+-- Selects an account among the ranked candidates and takes a slot on it, atomically.
+-- The same rules as select.rs: bands of equal (tier, priority) best first; in the first band with
+-- an eligible account, the least loaded one (share of the class limit in use, then total requests
+-- in flight), the walk starting at a random offset and stopping at the first idle account.
+-- Eligible: status usable, not cooling down for this kind of request, under the class limit once
+-- expired leases are purged. (Excluded accounts and limit 0 are filtered out by the caller.)
+--
+-- ARGV: prefix, now, class, other class, image (1/0), lease expiry, seed (1..2^31-2),
+--       release count, then (sorted set, member) per release,
+--       candidate count, then (account id, class limit, band number) per candidate, best first.
+-- Reply: {'granted', candidate index (0-based), lease id} | {'busy'} | {'cooling', until}
+--        | {'unavailable'}
+local prefix = ARGV[1]
+local now_text = ARGV[2]
+local now = tonumber(now_text)
+local class = ARGV[3]
+local other = ARGV[4]
+local image = ARGV[5] == '1'
+local expires = ARGV[6]
+local seed = tonumber(ARGV[7])
+
+local at = 8
+local releases = tonumber(ARGV[at])
+for r = 0, releases - 1 do
+  redis.call('ZREM', ARGV[at + 1 + 2 * r], ARGV[at + 2 + 2 * r])
+end
+at = at + 1 + 2 * releases
+local count = tonumber(ARGV[at])
+local first = at + 1
+
+local function field(index, offset)
+  return ARGV[first + 3 * index + offset]
+end
+
+local function in_flight(id, which)
+  local key = prefix .. 'acct:' .. id .. ':lease:' .. which
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_text)
+  return redis.call('ZCARD', key)
+end
+
+-- End of the cooldown blocking this request (stored text and number), from HMGET ok ca ci.
+local function blocked(health)
+  local until_text, until_number = nil, nil
+  local function consider(text)
+    local value = text and tonumber(text)
+    if value and value > now and (not until_number or value > until_number) then
+      until_text, until_number = text, value
+    end
+  end
+  consider(health[2])
+  if image then
+    consider(health[3])
+  end
+  return until_text, until_number
+end
+
+local any_busy = false
+local earliest_text, earliest = nil, nil
+local start = 0
+while start < count do
+  local band = field(start, 2)
+  local stop = start + 1
+  while stop < count and field(stop, 2) == band do
+    stop = stop + 1
+  end
+  local size = stop - start
+  seed = (seed * 16807) % 2147483647
+  local offset = seed % size
+  local best, best_used, best_limit, best_total = nil, 0, 1, 0
+  for step = 0, size - 1 do
+    local index = start + (offset + step) % size
+    local id = field(index, 0)
+    local limit = tonumber(field(index, 1))
+    local health = redis.call('HMGET', prefix .. 'acct:' .. id .. ':health', 'ok', 'ca', 'ci')
+    if health[1] ~= '0' then
+      local until_text, until_number = blocked(health)
+      if until_number then
+        if not earliest or until_number < earliest then
+          earliest_text, earliest = until_text, until_number
+        end
+      else
+        local used = in_flight(id, class)
+        if used >= limit then
+          any_busy = true
+        else
+          local total = used + in_flight(id, other)
+          if total == 0 then
+            best = index
+            break
+          end
+          local mine, theirs = used * best_limit, best_used * limit
+          if not best or mine < theirs or (mine == theirs and total < best_total) then
+            best, best_used, best_limit, best_total = index, used, limit, total
+          end
+        end
+      end
+    end
+  end
+  if best then
+    local id = field(best, 0)
+    local lease = redis.call('INCR', prefix .. 'lease-seq')
+    redis.call('ZADD', prefix .. 'acct:' .. id .. ':lease:' .. class, expires, lease)
+    redis.call('SADD', prefix .. 'accounts', id)
+    return {'granted', best, lease}
+  end
+  start = stop
+end
+if any_busy then
+  return {'busy'}
+end
+if earliest_text then
+  return {'cooling', earliest_text}
+end
+return {'unavailable'}

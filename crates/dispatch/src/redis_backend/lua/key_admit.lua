@@ -1,0 +1,41 @@
+-- Admits one request of an API key under its concurrency and requests-per-minute limits.
+-- KEYS: permits in flight (scored by expiry), recent starts (scored by start), token counter.
+-- ARGV: now, concurrency limit (-1: none), requests per minute (-1: none), permit expiry,
+--       window in ms, release count, then (sorted set, member) per release.
+-- Reply: {'ok', token} | {'concurrency'} | {'rate', start of the oldest request in the window}.
+-- A refused request counts against nothing. Idle keys expire (Redis time, garbage collection
+-- only: decisions use the caller's now).
+local now_text = ARGV[1]
+local now = tonumber(now_text)
+local concurrency = tonumber(ARGV[2])
+local rate = tonumber(ARGV[3])
+local expires = ARGV[4]
+local window = tonumber(ARGV[5])
+local releases = tonumber(ARGV[6])
+for r = 0, releases - 1 do
+  redis.call('ZREM', ARGV[7 + 2 * r], ARGV[8 + 2 * r])
+end
+if concurrency >= 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_text)
+  if redis.call('ZCARD', KEYS[1]) >= concurrency then
+    return {'concurrency'}
+  end
+end
+if rate >= 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+  if redis.call('ZCARD', KEYS[2]) >= rate then
+    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    return {'rate', oldest[2] or now_text}
+  end
+end
+local token = redis.call('INCR', KEYS[3])
+local grace = 60000
+if rate >= 0 then
+  redis.call('ZADD', KEYS[2], now_text, token)
+  redis.call('PEXPIRE', KEYS[2], window + grace)
+end
+if concurrency >= 0 then
+  redis.call('ZADD', KEYS[1], expires, token)
+  redis.call('PEXPIRE', KEYS[1], math.max(tonumber(expires) - now, 0) + grace)
+end
+return {'ok', token}

@@ -1,0 +1,285 @@
+//! [`RedisPoolState`]: the pool state of several replicas in one Redis.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::ConnectionManager;
+use redis::{Script, Value};
+
+use super::health::{self, Unreadable};
+use super::release::{Release, ReleaseQueue, push_args};
+use super::reply::{number, tagged, text};
+use super::{Keys, RedisConfig, class_name};
+use crate::account::{AccountId, SizeClass};
+use crate::clock::UnixMillis;
+use crate::error::StateError;
+use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
+use crate::select::{AccountRuntime, ClassCounts};
+use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
+
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/acquire.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/renew.lua")));
+static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/snapshot.lua")));
+
+/// Pool state in Redis, shared by every replica using the same server and key prefix.
+///
+/// Acquisition is one script call (one round trip); see the [module docs](crate::redis_backend)
+/// for the key layout, the clock requirement and failure handling. Leases are renewed and
+/// released only by the replica that took them: it remembers which sorted set holds each of its
+/// leases. A lease whose holder dies frees its slot when its TTL runs out.
+pub struct RedisPoolState {
+    connection: ConnectionManager,
+    keys: Keys,
+    policy: CooldownPolicy,
+    releases: Arc<ReleaseQueue>,
+    /// The sorted set of every lease this replica holds.
+    leases: Mutex<HashMap<LeaseId, String>>,
+}
+
+impl RedisPoolState {
+    /// A state in the Redis of `config`, applying `policy` to outcomes. Connects on first use
+    /// (and reconnects after failures), so it can be created while Redis is down.
+    ///
+    /// # Errors
+    /// [`StateError::Backend`] for an invalid URL or when called outside a Tokio runtime (the
+    /// background release task needs one).
+    pub fn new(config: &RedisConfig, policy: CooldownPolicy) -> Result<Self, StateError> {
+        let connection = config.connect().map_err(StateError::Backend)?;
+        Ok(Self {
+            releases: ReleaseQueue::start(connection.clone()),
+            connection,
+            keys: Keys::new(&config.prefix),
+            policy,
+            leases: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Checks that Redis answers.
+    ///
+    /// # Errors
+    /// [`StateError::Backend`] when it does not.
+    pub async fn ping(&self) -> Result<(), StateError> {
+        let mut connection = self.connection.clone();
+        redis::cmd("PING")
+            .query_async::<String>(&mut connection)
+            .await
+            .map(drop)
+            .map_err(|e| backend("ping", &e))
+    }
+
+    fn lease_sets(&self) -> MutexGuard<'_, HashMap<LeaseId, String>> {
+        // Inserts and removals of single entries cannot leave the map inconsistent.
+        self.leases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for RedisPoolState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisPoolState")
+            .field("prefix", &self.keys.prefix())
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RedisPoolState {
+    fn drop(&mut self) {
+        self.releases.close();
+    }
+}
+
+fn backend(operation: &str, error: &redis::RedisError) -> StateError {
+    StateError::Backend(format!("redis: {operation} failed: {error}"))
+}
+
+fn bad_reply(operation: &str) -> StateError {
+    StateError::Backend(format!("redis: unexpected reply to {operation}"))
+}
+
+fn other_class(class: SizeClass) -> SizeClass {
+    match class {
+        SizeClass::Large => SizeClass::Standard,
+        SizeClass::Standard => SizeClass::Large,
+    }
+}
+
+/// Candidates worth sending: (index in the ranked list, band number), best first. Excluded
+/// accounts and those that never serve the class are left out, as selection would skip them.
+fn eligible_candidates(request: &AcquireRequest) -> Vec<(usize, usize)> {
+    let entries = request.candidates.entries();
+    let mut picked = Vec::with_capacity(entries.len());
+    for (band, (start, end)) in request.candidates.bands().enumerate() {
+        for index in start..end {
+            let Some(candidate) = entries.get(index) else {
+                continue;
+            };
+            let excluded = !request.exclude.is_empty() && request.exclude.contains(&candidate.id);
+            if candidate.limits.for_class(request.class) > 0 && !excluded {
+                picked.push((index, band));
+            }
+        }
+    }
+    picked
+}
+
+#[async_trait]
+impl PoolState for RedisPoolState {
+    async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
+        let picked = eligible_candidates(request);
+        if picked.is_empty() {
+            return Ok(Acquire::Unavailable);
+        }
+        let entries = request.candidates.entries();
+        let expires_at = request.now.plus(request.lease_ttl);
+        let releases = self.releases.take();
+        let mut invocation = ACQUIRE.prepare_invoke();
+        invocation
+            .arg(self.keys.prefix())
+            .arg(request.now.0)
+            .arg(class_name(request.class))
+            .arg(class_name(other_class(request.class)))
+            .arg(u8::from(request.image))
+            .arg(expires_at.0)
+            .arg(fastrand::u32(1..2_147_483_647));
+        push_args(&mut invocation, &releases);
+        invocation.arg(picked.len());
+        for &(index, band) in &picked {
+            if let Some(candidate) = entries.get(index) {
+                let limit = candidate.limits.for_class(request.class);
+                invocation.arg(candidate.id.as_str()).arg(limit).arg(band);
+            }
+        }
+        let mut connection = self.connection.clone();
+        let reply: Value = match invocation.invoke_async(&mut connection).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.releases.give_back(releases);
+                return Err(backend("acquire", &e));
+            }
+        };
+        let (tag, rest) = tagged(reply).ok_or_else(|| bad_reply("acquire"))?;
+        match (tag.as_str(), rest.as_slice()) {
+            ("granted", [position, lease]) => {
+                let candidate = number(position)
+                    .and_then(|p| picked.get(usize::try_from(p).ok()?))
+                    .and_then(|&(index, _)| entries.get(index))
+                    .ok_or_else(|| bad_reply("acquire"))?;
+                let id = LeaseId(number(lease).ok_or_else(|| bad_reply("acquire"))?);
+                self.lease_sets()
+                    .insert(id, self.keys.leases(&candidate.id, request.class));
+                Ok(Acquire::Granted(LeaseGrant {
+                    id,
+                    account: candidate.id.clone(),
+                    class: request.class,
+                    expires_at,
+                }))
+            }
+            ("busy", []) => Ok(Acquire::Busy),
+            ("cooling", [until]) => {
+                let earliest_reset = UnixMillis(number(until).ok_or_else(|| bad_reply("acquire"))?);
+                Ok(Acquire::CoolingDown { earliest_reset })
+            }
+            ("unavailable", []) => Ok(Acquire::Unavailable),
+            _ => Err(bad_reply("acquire")),
+        }
+    }
+
+    fn release_detached(&self, lease: LeaseId) {
+        let set = self.lease_sets().remove(&lease);
+        if let Some(set) = set {
+            self.releases.push(Release { set, member: lease.0 });
+        }
+    }
+
+    async fn renew(
+        &self,
+        lease: LeaseId,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError> {
+        let Some(set) = self.lease_sets().get(&lease).cloned() else {
+            return Ok(None);
+        };
+        let expires_at = now.plus(ttl);
+        let mut connection = self.connection.clone();
+        let renewed: i64 = RENEW
+            .key(&set)
+            .arg(now.0)
+            .arg(expires_at.0)
+            .arg(lease.0)
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|e| backend("renew", &e))?;
+        if renewed == 1 {
+            Ok(Some(expires_at))
+        } else {
+            self.lease_sets().remove(&lease);
+            Ok(None)
+        }
+    }
+
+    async fn record_outcome(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+    ) -> Result<(), StateError> {
+        let mut connection = self.connection.clone();
+        health::update(&mut connection, &self.keys, account, Unreadable::Fail, |health| {
+            health.apply(outcome, &self.policy, now);
+        })
+        .await
+    }
+
+    async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
+        let mut connection = self.connection.clone();
+        health::update(
+            &mut connection,
+            &self.keys,
+            account,
+            Unreadable::Reset,
+            |health| {
+                *health = std::mem::take(health).cleared();
+            },
+        )
+        .await
+    }
+
+    async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
+        let releases = self.releases.take();
+        let mut invocation = SNAPSHOT.prepare_invoke();
+        invocation.arg(self.keys.prefix()).arg(now.0);
+        push_args(&mut invocation, &releases);
+        let mut connection = self.connection.clone();
+        let items: Vec<Value> = match invocation.invoke_async(&mut connection).await {
+            Ok(items) => items,
+            Err(e) => {
+                self.releases.give_back(releases);
+                return Err(backend("snapshot", &e));
+            }
+        };
+        let mut snapshot = StateSnapshot::with_capacity(items.len() / 4);
+        for row in items.chunks(4) {
+            let [id, large, standard, raw] = row else {
+                return Err(bad_reply("snapshot"));
+            };
+            let id = AccountId::new(&text(id).ok_or_else(|| bad_reply("snapshot"))?);
+            let count = |value: &Value| {
+                number(value)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| bad_reply("snapshot"))
+            };
+            let in_flight = ClassCounts {
+                large: count(large)?,
+                standard: count(standard)?,
+            };
+            let raw = text(raw).ok_or_else(|| bad_reply("snapshot"))?;
+            let health: AccountHealth = health::decode(&id, Some(&raw), Unreadable::Fail)?;
+            snapshot.insert(id, AccountRuntime { in_flight, health });
+        }
+        Ok(snapshot)
+    }
+}

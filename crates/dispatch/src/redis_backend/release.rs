@@ -1,0 +1,167 @@
+//! Releases queued from `Drop` and sent to Redis without blocking the caller.
+//!
+//! A release is a `ZREM` of one member (lease id or permit token) from one sorted set. The owner's
+//! next script call takes the whole queue along (so the owner sees its own releases at once); a
+//! background task sends what is left. When Redis cannot be reached the task retries a little
+//! later; past [`MAX_PENDING`] queued releases the oldest are dropped, and their slots come back
+//! when their TTL runs out, exactly as for a replica that crashed.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{ToRedisArgs, pipe};
+use tokio::sync::Notify;
+
+/// Most releases kept while Redis is unreachable.
+pub(crate) const MAX_PENDING: usize = 65_536;
+
+/// Pause before resending releases after a failure.
+const RETRY_DELAY: Duration = Duration::from_millis(250);
+
+/// One member to remove from one sorted set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Release {
+    pub(crate) set: String,
+    pub(crate) member: u64,
+}
+
+/// Releases waiting to be sent.
+#[derive(Debug, Default)]
+pub(crate) struct ReleaseQueue {
+    pending: Mutex<Vec<Release>>,
+    wake: Notify,
+    closed: AtomicBool,
+}
+
+impl ReleaseQueue {
+    /// A queue with its background sender running on the current Tokio runtime.
+    pub(crate) fn start(connection: ConnectionManager) -> Arc<Self> {
+        let queue = Arc::new(Self::default());
+        tokio::spawn(send_loop(Arc::clone(&queue), connection));
+        queue
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Release>> {
+        // Pushing and draining a Vec cannot leave it inconsistent.
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues a release; never blocks on I/O.
+    pub(crate) fn push(&self, release: Release) {
+        let mut pending = self.lock();
+        if pending.len() >= MAX_PENDING {
+            pending.remove(0);
+        }
+        pending.push(release);
+        drop(pending);
+        self.wake.notify_one();
+    }
+
+    /// Takes every queued release (the caller sends them or gives them back).
+    pub(crate) fn take(&self) -> Vec<Release> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// Puts back releases that could not be sent, ahead of newer ones, within the bound.
+    pub(crate) fn give_back(&self, mut releases: Vec<Release>) {
+        if releases.is_empty() {
+            return;
+        }
+        let mut pending = self.lock();
+        releases.append(&mut pending);
+        let excess = releases.len().saturating_sub(MAX_PENDING);
+        releases.drain(..excess);
+        *pending = releases;
+        drop(pending);
+        self.wake.notify_one();
+    }
+
+    /// Stops the background sender once it has sent what is queued (one attempt).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Appends releases to a script's arguments: their count, then (set, member) pairs.
+pub(crate) fn push_args(invocation: &mut redis::ScriptInvocation<'_>, releases: &[Release]) {
+    invocation.arg(releases.len());
+    for release in releases {
+        invocation.arg(&release.set).arg(release.member);
+    }
+}
+
+/// Writes a release as `ZREM set member` into a pipeline.
+fn add_to(pipeline: &mut redis::Pipeline, release: &Release) {
+    pipeline
+        .cmd("ZREM")
+        .arg(release.set.to_redis_args())
+        .arg(release.member)
+        .ignore();
+}
+
+async fn send_loop(queue: Arc<ReleaseQueue>, mut connection: ConnectionManager) {
+    loop {
+        let batch = queue.take();
+        let closing = queue.closed.load(Ordering::SeqCst);
+        if batch.is_empty() {
+            if closing {
+                return;
+            }
+            queue.wake.notified().await;
+            continue;
+        }
+        let mut pipeline = pipe();
+        for release in &batch {
+            add_to(&mut pipeline, release);
+        }
+        if pipeline.exec_async(&mut connection).await.is_err() {
+            if closing {
+                // The owner is gone: the TTL frees what could not be sent.
+                return;
+            }
+            queue.give_back(batch);
+            tokio::time::sleep(RETRY_DELAY).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn release(member: u64) -> Release {
+        Release {
+            set: "s".to_owned(),
+            member,
+        }
+    }
+
+    #[test]
+    fn the_queue_is_bounded_and_keeps_order() {
+        let queue = ReleaseQueue::default();
+        for member in 0..(MAX_PENDING as u64 + 3) {
+            queue.push(release(member));
+        }
+        assert_eq!(queue.len(), MAX_PENDING);
+        let taken = queue.take();
+        assert_eq!(taken.first(), Some(&release(3)), "the oldest were dropped");
+        assert_eq!(queue.len(), 0);
+        queue.push(release(u64::MAX));
+        queue.give_back(taken);
+        let all = queue.take();
+        assert_eq!(
+            all.len(),
+            MAX_PENDING,
+            "given-back releases stay within the bound"
+        );
+        assert_eq!(all.last(), Some(&release(u64::MAX)), "newer releases stay last");
+    }
+}
