@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{credential, setup, setup_with};
+use common::{credential, setup, setup_custom, setup_with};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -87,6 +87,33 @@ async fn a_single_exhausted_account_answers_429_with_retry_after() {
         .unwrap();
     assert_eq!(again.status(), 429);
     assert_eq!(s.sim_stats().await["requests"], 1);
+
+    // The operator sees why, and until when, through the admin CLI.
+    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
+        s.dir.path(),
+        &["accounts", "list", "--json"],
+    ))
+    .unwrap();
+    let live = &listed["accounts"][0]["live"];
+    assert_eq!(listed["accounts"][0]["name"], "acct-a");
+    assert_eq!(live["limits"]["large"], 1);
+    assert_eq!(live["in_flight"]["standard"], 0);
+    assert_eq!(live["failures"], 1);
+    let cooldown = &live["cooldowns"][0];
+    let until = cooldown["until"].as_u64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        until > now + 100_000 && until <= now + 121_000,
+        "cooldown until {until}, now {now}"
+    );
+    assert!(!cooldown["reason"].as_str().unwrap().is_empty(), "{cooldown}");
+    assert!(
+        !listed.to_string().contains(&credential("acct-a")),
+        "a credential leaked into the listing"
+    );
 }
 
 #[tokio::test]
@@ -161,4 +188,41 @@ async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
     assert_eq!(records[0]["stream"], true);
+}
+
+#[tokio::test]
+async fn a_rejected_credential_marks_the_account_failed_and_moves_on() {
+    // acct-a (pro) is preferred over acct-b (plus), so it is tried first.
+    let s = setup_custom(
+        &[],
+        &[("acct-a", &["--tier", "pro"]), ("acct-b", &["--tier", "plus"])],
+        &[],
+    );
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "401"}))
+        .await;
+    for _ in 0..3 {
+        let response = s
+            .post_json("/images/generations", small_generation())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let stats = s.sim_stats().await;
+    assert_eq!(stats["by_token"][credential("acct-a")]["requests"], 1, "{stats}");
+    assert_eq!(stats["by_token"][credential("acct-b")]["requests"], 3, "{stats}");
+    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
+        s.dir.path(),
+        &["accounts", "list", "--json"],
+    ))
+    .unwrap();
+    let a = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "acct-a")
+        .unwrap()
+        .clone();
+    assert_eq!(a["status"], "error", "{a}");
+    assert!(a["status_reason"].as_str().unwrap().contains("401"), "{a}");
 }

@@ -7,6 +7,7 @@
 mod accounts;
 mod cli;
 mod config;
+mod control;
 mod demo;
 mod fallback;
 mod http;
@@ -56,7 +57,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 Command::Users(c) => cli::admin::users(&store, c).await,
                 Command::Groups(c) => cli::admin::groups(&store, c).await,
                 Command::Keys(c) => cli::admin::keys(&store, c).await,
-                Command::Accounts(c) => cli::admin::accounts(&store, c).await,
+                Command::Accounts(c) => cli::admin::accounts(&store, &config.data_dir, c).await,
                 Command::Usage(c) => cli::admin::usage(&store, c).await,
                 Command::Serve(_) | Command::Demo(_) => Ok(()),
             };

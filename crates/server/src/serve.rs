@@ -85,6 +85,7 @@ pub async fn run(
         upstream: Arc::new(upstream),
         accounts,
         usage,
+        internal_token: crate::control::new_token(),
         config: config.clone(),
     });
 
@@ -97,6 +98,9 @@ pub async fn run(
     let local = listener.local_addr()?;
     println!("imagegate listening on http://{local}");
     tracing::info!(%local, "listening");
+    if let Err(err) = crate::control::write(&config.data_dir, local, &state.internal_token) {
+        tracing::warn!(error = %err, "could not write the control file; `accounts list` will not show live state");
+    }
     on_ready(local);
 
     let refresher = tokio::spawn(refresh_accounts(state.clone(), shutdown.clone()));
@@ -113,6 +117,7 @@ pub async fn run(
         () = drained => tracing::warn!("shutdown grace period over; closing remaining connections"),
     }
     shutdown.cancel();
+    crate::control::remove(&config.data_dir);
     let _ = refresher.await;
     drop(state);
     match writer.shutdown().await {

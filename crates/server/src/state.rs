@@ -21,6 +21,8 @@ pub struct AppState {
     pub upstream: Arc<dyn Upstream>,
     pub accounts: AccountDirectory,
     pub usage: UsageSink,
+    /// Token of the `/internal/*` endpoints (see `crate::control`).
+    pub internal_token: String,
 }
 
 impl std::fmt::Debug for AppState {

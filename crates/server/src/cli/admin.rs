@@ -162,7 +162,11 @@ async fn group_named(store: &Arc<dyn Store>, name: &str) -> Result<GroupId> {
         .id)
 }
 
-pub async fn accounts(store: &Arc<dyn Store>, command: AccountsCommand) -> Result<()> {
+pub async fn accounts(
+    store: &Arc<dyn Store>,
+    data_dir: &std::path::Path,
+    command: AccountsCommand,
+) -> Result<()> {
     match command {
         AccountsCommand::Add { name, kind, fields } => {
             let credential = read_credential(fields.credential_env.as_deref())?;
@@ -187,11 +191,21 @@ pub async fn accounts(store: &Arc<dyn Store>, command: AccountsCommand) -> Resul
         }
         AccountsCommand::List { json } => {
             let accounts = store.list_accounts().await?;
+            let live = crate::cli::live::pool_state(data_dir).await;
             if json {
-                println!("{}", serde_json::to_string_pretty(&accounts)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&crate::cli::live::merge(&accounts, &live))?
+                );
             } else {
-                for a in accounts {
-                    print_account(&a);
+                for a in &accounts {
+                    print_account(a);
+                    if let Some(state) = live.as_ref().ok().and_then(|l| crate::cli::live::entry(l, a.id)) {
+                        println!("\t{}", crate::cli::live::summary(state));
+                    }
+                }
+                if let Err(why) = &live {
+                    println!("(no live state: {why})");
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! Command-line interface: `imagegate serve | demo | users | groups | keys | accounts | usage`.
 
 pub mod admin;
+pub mod live;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

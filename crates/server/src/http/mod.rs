@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod error;
 mod images;
+mod internal;
 mod misc;
 pub mod request_id;
 mod responses;
@@ -38,6 +39,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .nest("/v1", v1)
         .route("/healthz", get(misc::healthz))
         .route("/readyz", get(misc::readyz))
+        .route("/internal/pool", get(internal::pool))
         .fallback(misc::not_found)
         .layer(axum::middleware::from_fn(request_id::layer))
         .with_state(state)

@@ -120,6 +120,20 @@ async fn record(
     if let Err(err) = app.dispatcher.record_outcome(account, outcome).await {
         tracing::error!(error = %err, "could not record an upstream outcome");
     }
+    // A rejected credential needs the operator: keep the verdict in the database too, so it
+    // survives restarts and every replica and the console see it.
+    if let imagegate_dispatch::Outcome::AuthFailed { reason } = outcome
+        && let Ok(id) = account.as_str().parse::<i64>()
+    {
+        let status = imagegate_store::AccountStatus::Error;
+        if let Err(err) = app
+            .store
+            .set_account_status(imagegate_store::AccountId(id), status, Some(reason))
+            .await
+        {
+            tracing::error!(error = %err, "could not mark the account as failed");
+        }
+    }
 }
 
 /// Failures another account may not have.
