@@ -25,6 +25,14 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
 fi
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { say "Redis is not reachable on 127.0.0.1:6379"; exit 1; }
 
+# Headless Chromium and ChromeDriver for the console's browser tests (Debian packages).
+if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+  say "installing chromium and chromium-driver"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+
 # The official openai Python SDK, for the conformance tests (tests/python/).
 venv="$root/.venv"
 if ! "$venv/bin/python" -c "import openai, sys; sys.exit(openai.__version__ != '$OPENAI_SDK_VERSION')" 2>/dev/null; then
@@ -32,4 +40,4 @@ if ! "$venv/bin/python" -c "import openai, sys; sys.exit(openai.__version__ != '
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==$OPENAI_SDK_VERSION"
 fi
-say "ready: PostgreSQL, Redis, openai $OPENAI_SDK_VERSION in .venv"
+say "ready: PostgreSQL, Redis, Chromium, openai $OPENAI_SDK_VERSION in .venv"

@@ -31,8 +31,8 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         imagegate_sim::SimConfig::default(),
         shutdown.clone().cancelled_owned(),
     ));
-    let key = prepare(&store, sim_addr).await?;
-    let banner = |addr| print_banner(addr, key.expose());
+    let (key, password) = prepare(&store, sim_addr).await?;
+    let banner = |addr| print_banner(addr, key.expose(), &password);
     let result = crate::serve::run(config, store, shutdown.clone(), banner).await;
     shutdown.cancel();
     let _ = sim.await;
@@ -40,19 +40,21 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
 }
 
 /// Makes sure the demo user and the simulated account exist, and issues a fresh key.
-async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<Secret, ServeError> {
+async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret, String), ServeError> {
     let user = match store.user_by_name(DEMO_USER).await? {
         Some(user) => user,
         None => {
-            store
-                .create_user(NewUser {
-                    name: DEMO_USER.to_owned(),
-                    is_admin: true,
-                    password_hash: None,
-                })
-                .await?
+            let user = NewUser {
+                name: DEMO_USER.to_owned(),
+                is_admin: true,
+                password_hash: None,
+            };
+            store.create_user(user).await?
         }
     };
+    let password = imagegate_console::generate_password();
+    let hash = imagegate_console::hash_password(&password).map_err(|e| ServeError::Console(e.to_string()))?;
+    store.set_user_password_hash(user.id, Some(&hash)).await?;
     let group = store.default_group().await?;
     let base_url = format!("http://{sim_addr}/v1");
     match store.account_by_name(DEMO_ACCOUNT).await? {
@@ -91,17 +93,19 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<Secret,
             fallback_ladder: false,
         })
         .await?;
-    Ok(created.key)
+    Ok((created.key, password))
 }
 
-fn print_banner(addr: SocketAddr, key: &str) {
+fn print_banner(addr: SocketAddr, key: &str, password: &str) {
     let base = format!("http://{addr}/v1");
+    let console = format!("http://{addr}/login");
     println!(
         r#"
 imagegate demo: every image comes from the built-in simulator (it says SIMULATED on it).
 
   API key   {key}
   Base URL  {base}
+  Console   {console}  (user {DEMO_USER}, password {password})
 
 Try it with curl:
 

@@ -7,6 +7,7 @@
 mod accounts;
 mod cli;
 mod config;
+mod console;
 mod control;
 mod demo;
 mod fallback;

@@ -25,6 +25,8 @@ pub enum ServeError {
     Store(#[from] imagegate_store::StoreError),
     #[error("cannot listen on {addr}: {source}")]
     Listen { addr: String, source: std::io::Error },
+    #[error("console: {0}")]
+    Console(String),
     #[error("upstream client: {0}")]
     Upstream(String),
     #[error("server: {0}")]

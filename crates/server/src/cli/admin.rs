@@ -30,15 +30,30 @@ type Result<T> = std::result::Result<T, AdminError>;
 
 pub async fn users(store: &Arc<dyn Store>, command: UsersCommand) -> Result<()> {
     match command {
-        UsersCommand::Add { name, admin } => {
-            let user = store
-                .create_user(NewUser {
-                    name,
-                    is_admin: admin,
-                    password_hash: None,
-                })
-                .await?;
+        UsersCommand::Add {
+            name,
+            admin,
+            password_stdin,
+        } => {
+            let password = if password_stdin {
+                let mut text = String::new();
+                std::io::stdin().read_to_string(&mut text)?;
+                text.trim_end_matches(['\r', '\n']).to_owned()
+            } else {
+                imagegate_console::generate_password()
+            };
+            let hash =
+                imagegate_console::hash_password(&password).map_err(|e| AdminError::Usage(e.to_string()))?;
+            let user = NewUser {
+                name,
+                is_admin: admin,
+                password_hash: Some(hash),
+            };
+            let user = store.create_user(user).await?;
             println!("{}", user.id);
+            if !password_stdin {
+                println!("password: {password}");
+            }
         }
         UsersCommand::List { json } => {
             let users = store.list_users().await?;

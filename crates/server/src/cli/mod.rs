@@ -73,6 +73,9 @@ pub enum UsersCommand {
         /// Give the user access to the admin pages.
         #[arg(long)]
         admin: bool,
+        /// Read the console password from stdin (otherwise one is generated and printed once).
+        #[arg(long)]
+        password_stdin: bool,
     },
     /// List users.
     List {

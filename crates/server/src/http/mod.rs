@@ -24,6 +24,11 @@ const RESPONSES_BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 /// The whole application.
 pub fn router(state: Arc<AppState>) -> Router {
+    let console = imagegate_console::ConsoleState::new(
+        state.store.clone(),
+        Arc::new(crate::console::GatewayConsole { app: state.clone() }),
+        imagegate_console::ConsoleConfig::default(),
+    );
     let v1 = Router::new()
         .route(
             "/images/generations",
@@ -40,7 +45,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(misc::healthz))
         .route("/readyz", get(misc::readyz))
         .route("/internal/pool", get(internal::pool))
+        .with_state(state)
+        .merge(imagegate_console::router(console))
         .fallback(misc::not_found)
         .layer(axum::middleware::from_fn(request_id::layer))
-        .with_state(state)
 }
