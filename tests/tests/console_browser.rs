@@ -59,14 +59,10 @@ fn screenshot_path(name: &str) -> PathBuf {
 
 /// A screenshot of the whole page (the window grows to the page's height, up to a limit).
 async fn screenshot(chrome: &Chrome, name: &str) {
-    let height = chrome
-        .client
-        .execute("return document.documentElement.scrollHeight;", vec![])
-        .await
-        .unwrap();
-    let height = u32::try_from(height.as_u64().unwrap_or(900))
-        .unwrap_or(900)
-        .clamp(600, 2000);
+    let script = "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight];";
+    let sizes = chrome.client.execute(script, vec![]).await.unwrap();
+    let number = |i: usize| sizes[i].as_u64().and_then(|n| u32::try_from(n).ok()).unwrap_or(0);
+    let height = number(0).clamp(600, 2000) + number(1);
     chrome.client.set_window_size(1280, height).await.unwrap();
     chrome.screenshot(&screenshot_path(name)).await;
     chrome.client.set_window_size(1280, 900).await.unwrap();
