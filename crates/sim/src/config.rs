@@ -32,6 +32,11 @@ pub struct SimConfig {
     pub seed: u64,
     /// Image models the simulator accepts (validation follows the domain rules, like the real API).
     pub catalog: ModelCatalog,
+    /// Refresh tokens the OAuth token endpoint accepts from the start (more can be registered with
+    /// `POST /sim/oauth/refresh_tokens`; every one it issues is accepted once).
+    pub refresh_tokens: Vec<String>,
+    /// `expires_in` of the access tokens the OAuth token endpoint issues.
+    pub access_token_ttl: Duration,
 }
 
 impl Default for SimConfig {
@@ -46,6 +51,8 @@ impl Default for SimConfig {
             cache_bytes: 256 * 1024 * 1024,
             seed: 0x5EED_1A6E_6A7E,
             catalog: ModelCatalog::default(),
+            refresh_tokens: Vec::new(),
+            access_token_ttl: Duration::from_secs(3600),
         }
     }
 }

@@ -166,6 +166,7 @@ pub fn fault_response(fault: &Fault, token: Option<&str>, request_id: &str) -> O
             None,
             Some("moderation_blocked"),
         ),
+        FaultKind::ModelUnsupported => model_unsupported(None),
         FaultKind::Html403 => return Some(html_page(StatusCode::FORBIDDEN, request_id)),
         FaultKind::Html502 => return Some(html_page(StatusCode::BAD_GATEWAY, request_id)),
         FaultKind::Stall | FaultKind::StallMidStream | FaultKind::NoImage => return None,
@@ -191,6 +192,21 @@ pub fn usage_limit(resets_in_seconds: u64) -> ApiFailure {
     .with_header("x-codex-primary-used-percent", 100)
     .with_header("x-codex-primary-window-minutes", 300)
     .with_header("x-codex-primary-reset-after-seconds", resets_in_seconds)
+}
+
+/// 400 for a main model the subscription backend does not serve, in its `{"detail": ...}` shape.
+pub fn model_unsupported(model: Option<&str>) -> ApiFailure {
+    let detail = match model {
+        Some(model) => {
+            format!("The '{model}' model is not supported when using Codex with a ChatGPT account.")
+        }
+        None => "The requested model is not supported when using Codex with a ChatGPT account.".to_owned(),
+    };
+    ApiFailure {
+        status: StatusCode::BAD_REQUEST,
+        headers: Vec::new(),
+        body: json!({ "detail": detail }),
+    }
 }
 
 fn server_error(status: StatusCode) -> ApiFailure {
@@ -264,6 +280,16 @@ mod tests {
         assert_eq!(mask_key("sk-abcdefghijwxyz"), "sk-***wxyz");
         assert_eq!(mask_key("short"), "*****");
         assert_eq!(mask_key(""), "***");
+    }
+
+    #[test]
+    fn model_unsupported_names_the_model_like_the_subscription_backend() {
+        let failure = model_unsupported(Some("gpt-5.5"));
+        assert_eq!(failure.status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            failure.body,
+            json!({"detail": "The 'gpt-5.5' model is not supported when using Codex with a ChatGPT account."})
+        );
     }
 
     #[test]

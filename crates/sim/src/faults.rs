@@ -41,11 +41,16 @@ pub enum FaultKind {
     /// 200 with no image (an empty `data`, a stream without a completed event, a response without an
     /// image call).
     NoImage,
+    /// 400 saying the main model is not supported, as the ChatGPT-subscription backend answers it
+    /// (`{"detail": "The '<model>' model is not supported when using Codex with a ChatGPT account."}`;
+    /// names: `model_unsupported`, `model_not_supported`, `model_not_found`). Give the rule a `model`
+    /// to refuse only that main model.
+    ModelUnsupported,
 }
 
 impl FaultKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         Self::UsageLimit,
         Self::RateLimit,
         Self::Server500,
@@ -58,6 +63,7 @@ impl FaultKind {
         Self::Html403,
         Self::Html502,
         Self::NoImage,
+        Self::ModelUnsupported,
     ];
 
     /// Canonical name.
@@ -75,6 +81,7 @@ impl FaultKind {
             Self::Html403 => "html_403",
             Self::Html502 => "html_502",
             Self::NoImage => "no_image",
+            Self::ModelUnsupported => "model_unsupported",
         }
     }
 }
@@ -82,7 +89,7 @@ impl FaultKind {
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image"
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported"
 )]
 pub struct UnknownFault(pub String);
 
@@ -103,6 +110,7 @@ impl FromStr for FaultKind {
             "html_403" | "html403" => Self::Html403,
             "html_502" | "html502" => Self::Html502,
             "no_image" | "200_no_image" => Self::NoImage,
+            "model_unsupported" | "model_not_supported" | "model_not_found" => Self::ModelUnsupported,
             _ => return Err(UnknownFault(s.to_owned())),
         })
     }
@@ -143,6 +151,9 @@ pub struct FaultRule {
     /// Only requests to this path (e.g. `/v1/images/edits`); absent means the three image endpoints.
     #[serde(default)]
     pub path: Option<String>,
+    /// Only Responses requests whose main `model` is this one (checked once the body is read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// `resets_in_seconds` for `usage_limit`.
     #[serde(default)]
     pub resets_in_seconds: Option<u64>,
@@ -226,10 +237,10 @@ impl FaultBook {
         self.rules.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Takes the first scripted fault matching `token` and `path`, counting down its `times`; otherwise
-    /// draws a random fault for image paths with the configured rate.
+    /// Takes the first scripted fault matching `token` and `path` (rules without a `model`), counting
+    /// down its `times`; otherwise draws a random fault for image paths with the configured rate.
     pub fn choose(&self, token: Option<&str>, path: &str, config: &SimConfig) -> Option<Fault> {
-        if let Some(fault) = self.take_scripted(token, path, config) {
+        if let Some(fault) = self.take_scripted(token, path, None, config) {
             return Some(fault);
         }
         let rate = config.clamped_fault_rate();
@@ -251,15 +262,34 @@ impl FaultBook {
         Some(Fault::from_config(kind, config))
     }
 
-    fn take_scripted(&self, token: Option<&str>, path: &str, config: &SimConfig) -> Option<Fault> {
+    /// Takes the first scripted fault of a rule for main model `model` matching `token` and `path`,
+    /// counting down its `times` (no random fault: that was drawn by [`FaultBook::choose`]).
+    pub fn choose_for_model(
+        &self,
+        token: Option<&str>,
+        path: &str,
+        model: &str,
+        config: &SimConfig,
+    ) -> Option<Fault> {
+        self.take_scripted(token, path, Some(model), config)
+    }
+
+    fn take_scripted(
+        &self,
+        token: Option<&str>,
+        path: &str,
+        model: Option<&str>,
+        config: &SimConfig,
+    ) -> Option<Fault> {
         let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         let position = rules.iter().position(|rule| {
+            let model_matches = rule.model.as_deref() == model;
             let key_matches = rule.key.as_deref().is_none_or(|key| Some(key) == token);
             let path_matches = match &rule.path {
                 Some(only) => only == path,
                 None => IMAGE_PATHS.contains(&path),
             };
-            key_matches && path_matches && rule.times != Some(0)
+            model_matches && key_matches && path_matches && rule.times != Some(0)
         })?;
         let rule = rules.get_mut(position)?;
         let fault = Fault::from_rule(rule, config);

@@ -10,6 +10,12 @@
 //! request headers, or by the `/sim/faults` admin API; `/sim/stats` counts requests and concurrency per
 //! bearer token.
 //!
+//! For ChatGPT-subscription accounts it also plays the sign-in service: `POST /oauth/token` exchanges a
+//! refresh token (configured, registered with `POST /sim/oauth/refresh_tokens`, or issued earlier) for a
+//! new access token `sim-at-<n>` and a rotated refresh token, once per refresh token. The stats record
+//! per token the last `chatgpt-account-id` header and the main models of Responses calls, and a
+//! `model_unsupported` fault rule with a `model` refuses that main model like the subscription backend.
+//!
 //! Use it without HTTP through [`Simulator`], in-process through [`router`] or [`serve`], or as the
 //! `imagegate-sim --listen 127.0.0.1:0` binary, which prints `listening on http://ADDR` first.
 //!
@@ -46,6 +52,7 @@
 pub mod config;
 pub mod errors;
 pub mod faults;
+pub mod oauth;
 pub mod params;
 pub mod render;
 pub mod responses;
@@ -64,7 +71,7 @@ pub use render::RenderedImage;
 pub use routes::router;
 pub use simulator::{ImageJob, ImageOutcome, JobKind, Simulator};
 pub use state::SimState;
-pub use stats::{StatsSnapshot, TokenStats};
+pub use stats::{OAuthStats, StatsSnapshot, TokenStats};
 
 /// Serves a fresh simulator configured by `config` on `listener` until `shutdown` completes, then waits for
 /// open requests to finish.

@@ -1,10 +1,12 @@
-//! Shared state of a running simulator: configuration, renderer, fault script and counters.
+//! Shared state of a running simulator: configuration, renderer, fault script, OAuth refresh tokens and
+//! counters.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::SimConfig;
 use crate::faults::FaultBook;
+use crate::oauth::TokenBook;
 use crate::simulator::Simulator;
 use crate::stats::{Stats, StatsSnapshot};
 
@@ -19,6 +21,7 @@ struct Shared {
     config: SimConfig,
     simulator: Simulator,
     faults: FaultBook,
+    oauth: TokenBook,
     stats: Arc<Stats>,
     request_ids: AtomicU64,
 }
@@ -28,11 +31,13 @@ impl SimState {
     pub fn new(config: SimConfig) -> Self {
         let simulator = Simulator::new(&config);
         let faults = FaultBook::new(config.seed);
+        let oauth = TokenBook::new(config.refresh_tokens.iter().cloned());
         Self {
             inner: Arc::new(Shared {
                 config,
                 simulator,
                 faults,
+                oauth,
                 stats: Arc::new(Stats::default()),
                 request_ids: AtomicU64::new(1),
             }),
@@ -52,6 +57,11 @@ impl SimState {
     /// The fault script (the same one `POST /sim/faults` edits).
     pub fn faults(&self) -> &FaultBook {
         &self.inner.faults
+    }
+
+    /// The refresh tokens of the OAuth token endpoint.
+    pub fn oauth(&self) -> &TokenBook {
+        &self.inner.oauth
     }
 
     /// The request counters.

@@ -1,5 +1,7 @@
 //! Request counters: totals per path and per bearer token, faults injected, and requests in flight (current
 //! and the maximum seen) overall and per token. A request stays in flight until its response body ends.
+//! Per token also the last `chatgpt-account-id` header and the main models of Responses calls; and the
+//! refresh grants of the OAuth token endpoint.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +19,23 @@ pub struct TokenStats {
     pub in_flight: u64,
     /// Highest `in_flight` since the last reset.
     pub max_in_flight: u64,
+    /// The last `chatgpt-account-id` header sent with this token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chatgpt_account_id: Option<String>,
+    /// Responses calls per main `model` (unsupported ones included).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub main_models: BTreeMap<String, u64>,
+}
+
+/// Counters of the OAuth token endpoint (`POST /oauth/token`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OAuthStats {
+    /// Refresh grants answered with new tokens.
+    pub refreshes: u64,
+    /// Grants refused (unknown or used refresh token, wrong grant type, no client id).
+    pub rejected: u64,
+    /// The `client_id` of the last grant.
+    pub last_client_id: Option<String>,
 }
 
 /// What `GET /sim/stats` returns.
@@ -34,6 +53,8 @@ pub struct StatsSnapshot {
     pub in_flight: u64,
     /// Highest `in_flight` since the last reset.
     pub max_in_flight: u64,
+    /// The OAuth token endpoint.
+    pub oauth: OAuthStats,
 }
 
 impl StatsSnapshot {
@@ -67,6 +88,33 @@ impl Stats {
         InFlight {
             stats: Arc::clone(self),
             token: token.map(str::to_owned),
+        }
+    }
+
+    /// Remembers the `chatgpt-account-id` header of a request made with `token`.
+    pub fn record_account_id(&self, token: &str, account_id: &str) {
+        let mut inner = self.lock();
+        let entry = inner.by_token.entry(token.to_owned()).or_default();
+        entry.chatgpt_account_id = Some(account_id.to_owned());
+    }
+
+    /// Counts a Responses call with main model `model` made with `token`.
+    pub fn record_main_model(&self, token: &str, model: &str) {
+        let mut inner = self.lock();
+        let entry = inner.by_token.entry(token.to_owned()).or_default();
+        *entry.main_models.entry(model.to_owned()).or_default() += 1;
+    }
+
+    /// Counts a grant of the token endpoint (`granted` or refused) and its client id.
+    pub fn record_grant(&self, granted: bool, client_id: Option<&str>) {
+        let mut inner = self.lock();
+        if granted {
+            inner.oauth.refreshes += 1;
+        } else {
+            inner.oauth.rejected += 1;
+        }
+        if let Some(client_id) = client_id {
+            inner.oauth.last_client_id = Some(client_id.to_owned());
         }
     }
 
@@ -159,6 +207,36 @@ mod tests {
             ),
             (0, 2)
         );
+    }
+
+    #[test]
+    fn account_ids_main_models_and_grants_are_recorded() {
+        let stats = Arc::new(Stats::default());
+        drop(stats.begin(Some("at-1"), "/v1/responses"));
+        stats.record_account_id("at-1", "acct-a");
+        stats.record_account_id("at-1", "acct-b");
+        stats.record_main_model("at-1", "gpt-5.5");
+        stats.record_main_model("at-1", "gpt-5");
+        stats.record_main_model("at-1", "gpt-5");
+        stats.record_grant(true, Some("app_x"));
+        stats.record_grant(false, None);
+        let snap = stats.snapshot();
+        let token = &snap.by_token["at-1"];
+        assert_eq!(token.chatgpt_account_id.as_deref(), Some("acct-b"));
+        assert_eq!(
+            token.main_models,
+            BTreeMap::from([("gpt-5".to_owned(), 2), ("gpt-5.5".to_owned(), 1)])
+        );
+        assert_eq!(
+            snap.oauth,
+            OAuthStats {
+                refreshes: 1,
+                rejected: 1,
+                last_client_id: Some("app_x".to_owned())
+            }
+        );
+        stats.reset();
+        assert_eq!(stats.snapshot().oauth, OAuthStats::default());
     }
 
     #[test]

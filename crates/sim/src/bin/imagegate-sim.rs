@@ -52,6 +52,16 @@ struct Cli {
     /// Accepted image model ids (repeat or comma-separate); default gpt-image-2 and its snapshot.
     #[arg(long = "model", env = "IMAGEGATE_SIM_MODELS", value_delimiter = ',')]
     models: Vec<String>,
+    /// Refresh tokens POST /oauth/token accepts (once each; repeat or comma-separate).
+    #[arg(
+        long = "refresh-token",
+        env = "IMAGEGATE_SIM_REFRESH_TOKENS",
+        value_delimiter = ','
+    )]
+    refresh_tokens: Vec<String>,
+    /// `expires_in` of the access tokens POST /oauth/token issues, in seconds.
+    #[arg(long, env = "IMAGEGATE_SIM_ACCESS_TOKEN_TTL_SECS", default_value_t = 3600)]
+    access_token_ttl_secs: u64,
 }
 
 impl Cli {
@@ -71,6 +81,8 @@ impl Cli {
             cache_bytes: self.cache_mb.saturating_mul(1024 * 1024),
             seed: self.seed,
             catalog,
+            refresh_tokens: self.refresh_tokens.clone(),
+            access_token_ttl: Duration::from_secs(self.access_token_ttl_secs),
         }
     }
 }

@@ -100,3 +100,40 @@ fn random_faults_follow_the_rate() {
     let never = SimConfig::default();
     assert!((0..100).all(|_| book.choose(None, "/v1/responses", &never).is_none()));
 }
+
+#[test]
+fn model_rules_wait_for_the_main_model_and_leave_other_requests_alone() {
+    let config = SimConfig::default();
+    let book = FaultBook::new(1);
+    book.add([rule(
+        r#"{"key":"at-1","fault":"model_unsupported","model":"gpt-5.5","times":1}"#,
+    )]);
+    let responses = "/v1/responses";
+    assert_eq!(
+        book.choose(Some("at-1"), responses, &config),
+        None,
+        "the gate cannot see the model"
+    );
+    assert_eq!(
+        book.choose_for_model(Some("at-1"), responses, "gpt-5", &config),
+        None
+    );
+    assert_eq!(
+        book.choose_for_model(Some("at-2"), responses, "gpt-5.5", &config),
+        None
+    );
+    let fault = book
+        .choose_for_model(Some("at-1"), responses, "gpt-5.5", &config)
+        .unwrap();
+    assert_eq!(fault.kind, FaultKind::ModelUnsupported);
+    assert_eq!(
+        book.choose_for_model(Some("at-1"), responses, "gpt-5.5", &config),
+        None,
+        "used up"
+    );
+    assert!(book.rules().is_empty());
+    assert_eq!(
+        "model_not_found".parse::<FaultKind>().unwrap(),
+        FaultKind::ModelUnsupported
+    );
+}

@@ -5,6 +5,8 @@
 //! - `DELETE /sim/faults`: remove every rule.
 //! - `GET /sim/stats`: request counters ([`StatsSnapshot`]) plus the image cache counters.
 //! - `POST /sim/stats/reset`: zero the counters.
+//! - `POST /sim/oauth/refresh_tokens`: make `{"refresh_token", "account_id"?}` (or an array of them)
+//!   usable once at `POST /oauth/token`.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -53,6 +55,48 @@ pub fn routes() -> Router<SimState> {
         )
         .route("/sim/stats", get(stats))
         .route("/sim/stats/reset", post(reset_stats))
+        .route("/sim/oauth/refresh_tokens", post(register_refresh_tokens))
+}
+
+/// One refresh token to register.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RefreshTokenBody {
+    refresh_token: String,
+    #[serde(default)]
+    account_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RefreshTokensBody {
+    Many(Vec<RefreshTokenBody>),
+    One(RefreshTokenBody),
+}
+
+/// Answer of `POST /sim/oauth/refresh_tokens`.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RegisteredAnswer {
+    /// How many refresh tokens were registered.
+    pub registered: usize,
+}
+
+async fn register_refresh_tokens(State(state): State<SimState>, body: Bytes) -> Response {
+    let tokens = match serde_json::from_slice::<RefreshTokensBody>(&body) {
+        Ok(RefreshTokensBody::Many(tokens)) => tokens,
+        Ok(RefreshTokensBody::One(token)) => vec![token],
+        Err(_) => {
+            let message =
+                "Expected {\"refresh_token\": \"...\", \"account_id\": \"...\"} or an array of them";
+            return ApiFailure::invalid_request(message, None, None).into_response();
+        }
+    };
+    let mut registered = 0;
+    for token in tokens.into_iter().filter(|t| !t.refresh_token.is_empty()) {
+        state.oauth().register(token.refresh_token, token.account_id);
+        registered += 1;
+    }
+    Json(RegisteredAnswer { registered }).into_response()
 }
 
 async fn add_faults(State(state): State<SimState>, body: Bytes) -> Response {

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod edits;
 pub mod images;
 pub mod models;
+pub mod oauth;
 pub mod responses;
 pub mod stream;
 
@@ -34,6 +35,8 @@ pub const FAULT_HEADER: &str = "x-sim-fault";
 pub const STALL_HEADER: &str = "x-sim-stall-ms";
 /// Header that sets `resets_in_seconds` of a `usage_limit` fault set by [`FAULT_HEADER`].
 pub const RESETS_HEADER: &str = "x-sim-resets-in-seconds";
+/// Header of a ChatGPT-subscription request naming the account; the last one per token is in the stats.
+pub const ACCOUNT_ID_HEADER: &str = "chatgpt-account-id";
 
 /// What the gate decided for a request; handlers read it as an extension.
 #[derive(Clone, Debug)]
@@ -46,6 +49,8 @@ pub struct RequestContext {
     pub fault: Option<Fault>,
     /// The `x-request-id` of the answer.
     pub request_id: String,
+    /// The bearer token of the request.
+    pub token: String,
 }
 
 impl RequestContext {
@@ -73,6 +78,7 @@ pub fn router(state: SimState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), gate));
     Router::new()
         .merge(api)
+        .route(oauth::TOKEN_PATH, post(oauth::token))
         .merge(admin::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::disable())
@@ -132,10 +138,16 @@ async fn admit(
     path: &str,
     request_id: &str,
 ) -> Result<(), Response> {
-    if token.is_none() {
+    let Some(token) = token else {
         return Err(ApiFailure::missing_key().into_response());
-    }
+    };
     let headers = request.headers();
+    if let Some(account_id) = headers
+        .get(ACCOUNT_ID_HEADER)
+        .and_then(|value| value.to_str().ok())
+    {
+        state.stats().record_account_id(token, account_id);
+    }
     let config = state.config();
     let latency = header_u64(headers, LATENCY_HEADER).map_or(config.latency, Duration::from_millis);
     let fault = match headers.get(FAULT_HEADER).map(|v| v.to_str().unwrap_or("")) {
@@ -152,12 +164,12 @@ async fn admit(
             }
             Some(fault)
         }
-        None => state.faults().choose(token, path, config),
+        None => state.faults().choose(Some(token), path, config),
     };
     if let Some(fault) = &fault {
         state.stats().record_fault(fault.kind.as_str());
         tracing::debug!(fault = fault.kind.as_str(), path, "injecting fault");
-        if let Some(response) = fault_response(fault, token, request_id) {
+        if let Some(response) = fault_response(fault, Some(token), request_id) {
             return Err(response);
         }
         if fault.kind == FaultKind::Stall {
@@ -169,6 +181,7 @@ async fn admit(
         latency,
         fault,
         request_id: request_id.to_owned(),
+        token: token.to_owned(),
     });
     Ok(())
 }

@@ -7,24 +7,38 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use futures::stream;
 use imagegate_codec::ApiError;
-use imagegate_codec::json::decode_responses;
+use imagegate_codec::json::{ResponsesBody, decode_responses};
 use imagegate_codec::wire::ResponseEventSequencer;
 use imagegate_domain::validate_main_model;
 use tokio::time::Instant;
 
 use super::RequestContext;
 use super::stream::{json_body, paced, sse_response};
-use crate::errors::ApiFailure;
+use crate::errors::{ApiFailure, fault_response, model_unsupported};
+use crate::faults::FaultKind;
 use crate::responses::{PlanIds, ResponsesPlan, events};
 use crate::state::SimState;
+
+/// The path of the Responses endpoint.
+const RESPONSES_PATH: &str = "/v1/responses";
 
 /// Handler of `POST /v1/responses`.
 pub async fn create(
     State(state): State<SimState>,
-    Extension(context): Extension<RequestContext>,
+    Extension(mut context): Extension<RequestContext>,
     body: Bytes,
 ) -> Response {
-    let plan = match plan(&state, &context, &body) {
+    let request = match decode_responses(&body) {
+        Ok(request) => request,
+        Err(error) => return ApiFailure::from(error).into_response(),
+    };
+    if let Some(model) = request.model.as_deref() {
+        state.stats().record_main_model(&context.token, model);
+        if let Some(response) = model_fault(&state, &mut context, model).await {
+            return response;
+        }
+    }
+    let plan = match plan(&state, &context, &request) {
         Ok(plan) => plan,
         Err(failure) => return failure.into_response(),
     };
@@ -35,9 +49,34 @@ pub async fn create(
     }
 }
 
-fn plan(state: &SimState, context: &RequestContext, body: &[u8]) -> Result<ResponsesPlan, ApiFailure> {
+/// Applies a scripted fault whose rule names the main `model`: the immediate answer, or (stalls,
+/// `no_image`) the fault set on the context.
+async fn model_fault(state: &SimState, context: &mut RequestContext, model: &str) -> Option<Response> {
+    let token = Some(context.token.as_str());
+    let fault = state
+        .faults()
+        .choose_for_model(token, RESPONSES_PATH, model, state.config())?;
+    state.stats().record_fault(fault.kind.as_str());
+    tracing::debug!(fault = fault.kind.as_str(), model, "injecting a model fault");
+    if fault.kind == FaultKind::ModelUnsupported {
+        return Some(model_unsupported(Some(model)).into_response());
+    }
+    if let Some(response) = fault_response(&fault, token, &context.request_id) {
+        return Some(response);
+    }
+    if fault.kind == FaultKind::Stall {
+        tokio::time::sleep(fault.stall).await;
+    }
+    context.fault = Some(fault);
+    None
+}
+
+fn plan(
+    state: &SimState,
+    context: &RequestContext,
+    request: &ResponsesBody,
+) -> Result<ResponsesPlan, ApiFailure> {
     let catalog = &state.config().catalog;
-    let request = decode_responses(body)?;
     let model = validate_main_model(request.model.as_deref(), catalog).map_err(ApiError::from)?;
     let tools = request.validate_image_tools(catalog)?;
     let simulator = state.simulator();
@@ -47,7 +86,7 @@ fn plan(state: &SimState, context: &RequestContext, body: &[u8]) -> Result<Respo
         message: simulator.next_id("msg"),
     };
     Ok(ResponsesPlan::new(
-        &request,
+        request,
         model,
         &tools,
         ids,
