@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,6 +25,15 @@ fn find_binary(env: &str, candidates: &[&str], fallback: &str) -> PathBuf {
         .map(PathBuf::from)
         .find(|p| p.exists())
         .unwrap_or_else(|| PathBuf::from(fallback))
+}
+
+impl Drop for Chrome {
+    fn drop(&mut self) {
+        // The whole process group: chromedriver and any Chromium it launched.
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.driver.wait();
+    }
 }
 
 fn free_port() -> u16 {
@@ -51,8 +61,10 @@ impl Chrome {
             "chromium",
         );
         let port = free_port();
+        // Its own process group, so dropping a `Chrome` also ends the browsers it started.
         let driver = Command::new(&driver_bin)
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -96,11 +108,9 @@ impl Chrome {
         }
     }
 
-    /// Ends the browser session and chromedriver.
-    pub async fn stop(mut self) {
+    /// Ends the browser session, then chromedriver (on drop).
+    pub async fn stop(self) {
         let _ = self.client.clone().close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 
     /// Types `text` into the field matching `css` (after clearing it).
@@ -197,7 +207,11 @@ async fn wait_until_ready(url: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let client = reqwest::Client::new();
     while Instant::now() < deadline {
-        let ready = client.get(format!("{url}/status")).send().await.is_ok_and(|r| r.status().is_success());
+        let ready = client
+            .get(format!("{url}/status"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
         if ready {
             return;
         }
