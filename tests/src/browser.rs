@@ -147,6 +147,23 @@ impl Chrome {
         element.text().await.unwrap()
     }
 
+    /// Waits until the element matching `css` contains `needle` (tolerating the page changing
+    /// underneath, e.g. while a form submission navigates); returns its text.
+    pub async fn wait_for_text(&self, css: &str, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            if let Ok(element) = self.client.find(Locator::Css(css)).await {
+                last = element.text().await.unwrap_or_default();
+                if last.contains(needle) {
+                    return last;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{css} never contained {needle:?}; last text {last:?}");
+    }
+
     /// The page's HTML.
     pub async fn source(&self) -> String {
         self.client.source().await.unwrap()

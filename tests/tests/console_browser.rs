@@ -104,6 +104,7 @@ async fn console_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::spawn(&[]);
     common::add_account(dir.path(), &sim, "acct-a", &["--tier", "pro"]);
+    common::add_account(dir.path(), &sim, "acct-b", &["--tier", "plus"]);
     add_login(dir.path(), "root", true, ROOT_PASSWORD).await;
     add_login(dir.path(), "bob", false, BOB_PASSWORD).await;
     let gateway = Gateway::spawn(dir.path(), &[]);
@@ -152,8 +153,12 @@ async fn console_in_a_browser() {
         .await
         .unwrap();
     let page = chrome.source().await;
-    assert!(page.contains("acct-a") && page.contains("credential stored"));
-    assert!(!page.contains("sk-upstream-acct-a"), "credentials are write-only");
+    assert!(page.contains("acct-a") && page.contains("acct-b") && page.contains("credential stored"));
+    assert!(!page.contains("sk-upstream-acct-"), "credentials are write-only");
+    // The test button runs one small generation through the account.
+    chrome.click("button[aria-label='Test account acct-a']").await;
+    let flash = chrome.wait_for_text(".flash", "Test of “acct-a” passed").await;
+    assert!(flash.contains("1024x1024"), "{flash}");
     screenshot(&chrome, "console-admin-accounts.png").await;
 
     // Sign out; a second user sees none of root's keys and no admin page.
@@ -195,7 +200,7 @@ async fn console_in_a_browser() {
         .unwrap();
     chrome.fill("#key-name", "forged").await;
     chrome.click("form[action='/keys'] button[type=submit]").await;
-    assert!(chrome.text("h1").await.contains("Form expired"));
+    chrome.wait_for_text("h1", "Form expired").await;
     let forged = http
         .post(format!("{base}/keys"))
         .header("cookie", &bob_cookie)
