@@ -99,6 +99,7 @@ pub async fn keys(store: &Arc<dyn Store>, command: KeysCommand) -> Result<()> {
             name,
             max_concurrency,
             rpm,
+            fallback_ladder,
         } => {
             let user = store
                 .user_by_name(&user)
@@ -111,7 +112,7 @@ pub async fn keys(store: &Arc<dyn Store>, command: KeysCommand) -> Result<()> {
                     group_id: group,
                     name,
                     limits: KeyLimits { max_concurrency, rpm },
-                    fallback_ladder: false,
+                    fallback_ladder,
                 })
                 .await?;
             println!("{}", created.key.expose());

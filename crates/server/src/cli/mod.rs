@@ -114,6 +114,9 @@ pub enum KeysCommand {
         /// At most this many requests of this key per minute.
         #[arg(long)]
         rpm: Option<u32>,
+        /// Let failing large/high requests step down (reported in `x-imagegate-fallback`).
+        #[arg(long)]
+        fallback_ladder: bool,
     },
     /// List keys (never the secrets).
     List {

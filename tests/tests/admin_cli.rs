@@ -1,0 +1,158 @@
+//! End to end: the administration commands on a real database, and per-key limits they set.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{credential, setup_custom};
+use imagegate_e2e::{admin, admin_with_stdin};
+use serde_json::{Value, json};
+
+fn generation() -> Value {
+    json!({"model": "gpt-image-2", "prompt": "limits", "size": "1024x1024", "quality": "low"})
+}
+
+#[tokio::test]
+async fn groups_accounts_and_keys_are_managed_from_the_cli() {
+    let s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
+    let dir = s.dir.path();
+    let added = admin(dir, &["users", "add", "bob"]);
+    let mut lines = added.lines();
+    assert!(lines.next().unwrap().parse::<i64>().is_ok(), "{added}");
+    assert!(lines.next().unwrap().starts_with("password: "), "{added}");
+    let users: Value = serde_json::from_str(&admin(dir, &["users", "list", "--json"])).unwrap();
+    assert_eq!(users.as_array().unwrap().len(), 2);
+    assert!(
+        !users.to_string().contains("argon2"),
+        "password hashes must not be listed"
+    );
+
+    admin(dir, &["groups", "add", "team-b"]);
+    let base = s.sim.base_url();
+    admin_with_stdin(
+        dir,
+        &[
+            "accounts",
+            "add",
+            "--name",
+            "acct-b",
+            "--kind",
+            "openai",
+            "--base-url",
+            &base,
+            "--groups",
+            "team-b",
+        ],
+        &credential("acct-b"),
+    );
+    let key = admin(dir, &["keys", "create", "--user", "bob", "--group", "team-b"])
+        .trim()
+        .to_owned();
+    assert!(key.starts_with("sk-ig-"));
+    // Only team-b's account serves bob's key (accounts are re-read within 5 s).
+    tokio::time::sleep(std::time::Duration::from_millis(5500)).await;
+    let client = reqwest::Client::new();
+    let response = client
+        .post(s.gateway.v1("/images/generations"))
+        .bearer_auth(&key)
+        .json(&generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let stats = s.sim_stats().await;
+    assert_eq!(stats["by_token"][credential("acct-b")]["requests"], 1, "{stats}");
+    assert_eq!(
+        stats["by_token"][credential("acct-a")]["requests"]
+            .as_u64()
+            .unwrap_or(0),
+        0,
+        "{stats}"
+    );
+
+    // Disabled, the account stops serving; re-enabled it serves again; removed it is gone.
+    admin(
+        dir,
+        &[
+            "accounts",
+            "update",
+            "acct-b",
+            "--active",
+            "false",
+            "--priority",
+            "5",
+        ],
+    );
+    let listed: Value = serde_json::from_str(&admin(dir, &["accounts", "list", "--json"])).unwrap();
+    let b = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "acct-b")
+        .unwrap()
+        .clone();
+    assert_eq!(b["status"], "disabled");
+    assert_eq!(b["priority"], 5);
+    tokio::time::sleep(std::time::Duration::from_millis(5500)).await;
+    let refused = client
+        .post(s.gateway.v1("/images/generations"))
+        .bearer_auth(&key)
+        .json(&generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503, "no active account serves team-b");
+    admin(dir, &["accounts", "remove", "acct-b"]);
+    let listed: Value = serde_json::from_str(&admin(dir, &["accounts", "list", "--json"])).unwrap();
+    assert_eq!(listed["accounts"].as_array().unwrap().len(), 1);
+
+    let keys: Value =
+        serde_json::from_str(&admin(dir, &["keys", "list", "--user", "bob", "--json"])).unwrap();
+    assert_eq!(keys.as_array().unwrap().len(), 1);
+    assert!(
+        !keys.to_string().contains(key.rsplit('-').next().unwrap()),
+        "the secret must never be listed"
+    );
+}
+
+#[tokio::test]
+async fn per_key_limits_refuse_with_retry_after() {
+    let s = setup_custom(&["--latency-ms", "800"], &[("acct-a", &["--tier", "pro"])], &[]);
+    let dir = s.dir.path();
+    let key = admin(
+        dir,
+        &["keys", "create", "--user", "alice", "--max-concurrency", "1"],
+    )
+    .trim()
+    .to_owned();
+    let client = reqwest::Client::new();
+    let send = || {
+        client
+            .post(s.gateway.v1("/images/generations"))
+            .bearer_auth(&key)
+            .json(&generation())
+            .send()
+    };
+    let (first, second) = tokio::join!(send(), send());
+    let mut statuses = vec![first.unwrap(), second.unwrap()];
+    statuses.sort_by_key(|r| r.status());
+    assert_eq!(statuses[0].status(), 200);
+    assert_eq!(statuses[1].status(), 429);
+    assert!(statuses[1].headers().contains_key("retry-after"));
+
+    let limited = admin(dir, &["keys", "create", "--user", "alice", "--rpm", "2"])
+        .trim()
+        .to_owned();
+    let mut codes = Vec::new();
+    for _ in 0..3 {
+        let response = client
+            .post(s.gateway.v1("/images/generations"))
+            .bearer_auth(&limited)
+            .json(&generation())
+            .send()
+            .await
+            .unwrap();
+        codes.push(response.status().as_u16());
+    }
+    assert_eq!(codes, [200, 200, 429]);
+}
