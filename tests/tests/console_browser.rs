@@ -15,34 +15,19 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use browser::Chrome;
-use imagegate_e2e::{Gateway, Sim, admin, admin_with_stdin};
+use imagegate_e2e::{Gateway, Sim, admin_with_stdin};
 use serde_json::json;
 
 const ROOT_PASSWORD: &str = "root-browser-password";
 const BOB_PASSWORD: &str = "bob-browser-password";
 
-/// Creates a user who can sign in: with `--password-stdin` when the CLI has it, else by setting
-/// the argon2id hash through the store.
-async fn add_login(dir: &Path, name: &str, is_admin: bool, password: &str) {
-    let help = admin(dir, &["users", "add", "--help"]);
-    let mut args = vec!["users", "add", name];
+/// Creates a user who can sign in, with the password given on standard input.
+fn add_login(dir: &Path, name: &str, is_admin: bool, password: &str) {
+    let mut args = vec!["users", "add", name, "--password-stdin"];
     if is_admin {
         args.push("--admin");
     }
-    if help.contains("--password-stdin") {
-        args.push("--password-stdin");
-        admin_with_stdin(dir, &args, &format!("{password}\n"));
-        return;
-    }
-    admin(dir, &args);
-    let master_key = imagegate_store::MasterKey::load_or_create(dir, None).unwrap();
-    let store = imagegate_store::connect_sqlite_file(&dir.join("imagegate.db"), &master_key)
-        .await
-        .unwrap();
-    let user = store.user_by_name(name).await.unwrap().unwrap();
-    let hash = imagegate_console::hash_password(password).unwrap();
-    store.set_user_password_hash(user.id, Some(&hash)).await.unwrap();
-    store.close().await;
+    admin_with_stdin(dir, &args, &format!("{password}\n"));
 }
 
 fn screenshot_path(name: &str) -> PathBuf {
@@ -105,8 +90,8 @@ async fn console_in_a_browser() {
     let sim = Sim::spawn(&[]);
     common::add_account(dir.path(), &sim, "acct-a", &["--tier", "pro"]);
     common::add_account(dir.path(), &sim, "acct-b", &["--tier", "plus"]);
-    add_login(dir.path(), "root", true, ROOT_PASSWORD).await;
-    add_login(dir.path(), "bob", false, BOB_PASSWORD).await;
+    add_login(dir.path(), "root", true, ROOT_PASSWORD);
+    add_login(dir.path(), "bob", false, BOB_PASSWORD);
     let gateway = Gateway::spawn(dir.path(), &[]);
     let base = gateway.url.clone();
     let chrome = Chrome::start(1280, 900).await;
