@@ -134,7 +134,7 @@ async fn per_key_limits_refuse_with_retry_after() {
             .send()
     };
     let (first, second) = tokio::join!(send(), send());
-    let mut statuses = vec![first.unwrap(), second.unwrap()];
+    let mut statuses = [first.unwrap(), second.unwrap()];
     statuses.sort_by_key(|r| r.status());
     assert_eq!(statuses[0].status(), 200);
     assert_eq!(statuses[1].status(), 429);
