@@ -19,7 +19,7 @@ use crate::target::Secret;
 /// #[derive(Default)]
 /// struct Memory(Mutex<Vec<(i64, Secret)>>);
 ///
-/// #[async_trait::async_trait]
+/// #[imagegate_upstream::async_trait]
 /// impl CredentialStore for Memory {
 ///     async fn save(&self, account_id: i64, credential: Secret) -> Result<(), String> {
 ///         self.0.lock().map_err(|_| "poisoned".to_owned())?.push((account_id, credential));

@@ -77,6 +77,9 @@ mod openai;
 mod reply;
 mod target;
 
+/// The attribute of the async traits of this crate ([`Upstream`], [`CredentialStore`]), so an
+/// implementation needs no dependency of its own: `#[imagegate_upstream::async_trait]`.
+pub use async_trait::async_trait;
 pub use call::{Endpoint, UploadedImage, UpstreamCall};
 pub use client::{BuildError, CodexAuthConfig, HttpUpstream, UpstreamConfig};
 pub use credential_store::CredentialStore;
