@@ -34,6 +34,8 @@ pub struct FileConfig {
     /// User agents (substring match, case-insensitive) of official agent clients that get the
     /// `image_generation` tool injected into `/v1/responses` when they did not send it.
     pub agent_user_agents: Vec<String>,
+    /// `[codex]`: the OAuth refresh of subscription accounts' access tokens.
+    pub codex: CodexConfig,
 }
 
 /// Timeouts per hop, in seconds.
@@ -117,6 +119,40 @@ impl Default for FailoverConfig {
     }
 }
 
+/// ChatGPT-subscription (`codex`) accounts: how their OAuth access tokens are refreshed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CodexConfig {
+    /// The OAuth token endpoint (`refresh_token` grant).
+    pub token_url: String,
+    /// The OAuth client id sent with the grant.
+    pub client_id: String,
+    /// Refresh an access token this many seconds before it expires.
+    pub refresh_skew_secs: u64,
+}
+
+impl Default for CodexConfig {
+    fn default() -> Self {
+        let upstream = imagegate_upstream::CodexAuthConfig::default();
+        Self {
+            token_url: upstream.token_url,
+            client_id: upstream.client_id,
+            refresh_skew_secs: upstream.refresh_skew.as_secs(),
+        }
+    }
+}
+
+impl CodexConfig {
+    /// The upstream crate's settings.
+    pub fn upstream(&self) -> imagegate_upstream::CodexAuthConfig {
+        imagegate_upstream::CodexAuthConfig {
+            token_url: self.token_url.clone(),
+            client_id: self.client_id.clone(),
+            refresh_skew: Duration::from_secs(self.refresh_skew_secs),
+        }
+    }
+}
+
 /// The resolved configuration of one process.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -128,6 +164,7 @@ pub struct Config {
     pub models: ModelsConfig,
     pub failover: FailoverConfig,
     pub agent_user_agents: Vec<String>,
+    pub codex: CodexConfig,
 }
 
 /// The default listen address.
@@ -170,6 +207,7 @@ impl Config {
             models: file.models,
             failover: file.failover,
             agent_user_agents,
+            codex: file.codex,
         })
     }
 
@@ -240,6 +278,36 @@ mod tests {
         let flagged = Config::load(&global, &serve).unwrap();
         assert_eq!(flagged.listen.port(), 9100);
         assert_eq!(flagged.database_url, "postgres://h/db");
+    }
+
+    #[test]
+    fn the_codex_section_sets_the_token_refresh() {
+        let dir = std::env::temp_dir().join(format!("imagegate-config-codex-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            "[codex]\ntoken_url = \"http://127.0.0.1:9/oauth/token\"\nrefresh_skew_secs = 120\n",
+        )
+        .unwrap();
+        let global = GlobalArgs {
+            config: Some(path),
+            data_dir: Some(dir.clone()),
+            ..GlobalArgs::default()
+        };
+        let codex = Config::load(&global, &ServeArgs::default())
+            .unwrap()
+            .codex
+            .upstream();
+        assert_eq!(codex.token_url, "http://127.0.0.1:9/oauth/token");
+        assert_eq!(codex.refresh_skew, Duration::from_secs(120));
+        assert_eq!(
+            codex.client_id,
+            imagegate_upstream::CodexAuthConfig::DEFAULT_CLIENT_ID,
+            "unset keys keep their defaults"
+        );
+        let defaults = CodexConfig::default().upstream();
+        assert_eq!(defaults, imagegate_upstream::CodexAuthConfig::default());
     }
 
     #[test]

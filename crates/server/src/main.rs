@@ -9,6 +9,7 @@ mod cli;
 mod config;
 mod console;
 mod control;
+mod credentials;
 mod demo;
 mod fallback;
 mod http;

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::accounts::AccountDirectory;
 use crate::config::Config;
+use crate::credentials::StoreCredentials;
 use crate::state::AppState;
 
 /// Why the gateway could not start.
@@ -76,8 +77,13 @@ pub async fn run(
     let count = accounts.refresh().await?;
     tracing::info!(accounts = count, "upstream accounts loaded");
     let (usage, writer) = UsageWriter::spawn(store.clone(), UsageWriterConfig::default());
-    let upstream = imagegate_upstream::HttpUpstream::new(imagegate_upstream::UpstreamConfig::default())
-        .map_err(|e| ServeError::Upstream(e.to_string()))?;
+    let upstream_config = imagegate_upstream::UpstreamConfig {
+        codex: config.codex.upstream(),
+        ..imagegate_upstream::UpstreamConfig::default()
+    };
+    let upstream = imagegate_upstream::HttpUpstream::new(upstream_config)
+        .map_err(|e| ServeError::Upstream(e.to_string()))?
+        .with_credential_store(Arc::new(StoreCredentials::new(store.clone())));
     let state = Arc::new(AppState {
         catalog: config.catalog(),
         keys: KeyCache::new(store.clone(), KEY_CACHE_TTL),

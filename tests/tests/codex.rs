@@ -1,0 +1,314 @@
+//! End to end: ChatGPT-subscription (`codex`) accounts. The gateway turns Images requests into
+//! Responses calls on the simulator, with the account's OAuth access token, refreshes it at the
+//! simulator's token endpoint and falls back to the next main model.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use base64::Engine;
+use common::Setup;
+use imagegate_e2e::{Gateway, Sim, admin, admin_with_stdin, parse_sse, png_rgb, solid_mask};
+use serde_json::{Value, json};
+
+/// The OAuth client id the gateway is configured with.
+const CLIENT_ID: &str = "app_e2e_client";
+/// The refresh token the simulator accepts from the start.
+const SEED_REFRESH_TOKEN: &str = "rt-e2e-seed";
+
+struct Codex {
+    s: Setup,
+    config: PathBuf,
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// A credential with a valid access token `access_token` (the simulator takes any bearer token).
+fn fresh_credential(access_token: &str) -> Value {
+    json!({"access_token": access_token, "refresh_token": "rt-not-needed",
+        "expires_at": unix_now() + 3600, "account_id": "acct-e2e"})
+}
+
+/// A simulator that accepts [`SEED_REFRESH_TOKEN`], one codex account with `credential` and the
+/// main models `gpt-5.5,gpt-5`, and a gateway whose token URL is the simulator's.
+fn codex_setup(credential: &Value) -> Codex {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::spawn(&["--refresh-token", SEED_REFRESH_TOKEN]);
+    admin(dir.path(), &["users", "add", "alice"]);
+    let base = sim.base_url();
+    admin_with_stdin(
+        dir.path(),
+        &[
+            "accounts",
+            "add",
+            "--name",
+            "sub-a",
+            "--kind",
+            "codex",
+            "--base-url",
+            &base,
+            "--main-models",
+            "gpt-5.5,gpt-5",
+            "--tier",
+            "pro",
+        ],
+        &credential.to_string(),
+    );
+    let key = admin(
+        dir.path(),
+        &["keys", "create", "--user", "alice", "--name", "e2e"],
+    )
+    .trim()
+    .to_owned();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[codex]\ntoken_url = \"{}/oauth/token\"\nclient_id = \"{CLIENT_ID}\"\n",
+            sim.url
+        ),
+    )
+    .unwrap();
+    let gateway = Gateway::spawn(dir.path(), &["--config", config.to_str().unwrap()]);
+    Codex {
+        s: Setup {
+            dir,
+            sim,
+            gateway,
+            key,
+            client: reqwest::Client::new(),
+        },
+        config,
+    }
+}
+
+impl Codex {
+    /// Stops the gateway and starts a new one on the same database (nothing kept in memory).
+    fn restart_gateway(&mut self) {
+        assert!(self.s.gateway.stop(), "the gateway stops cleanly");
+        self.s.gateway = Gateway::spawn(self.s.dir.path(), &["--config", self.config.to_str().unwrap()]);
+    }
+
+    async fn generate(&self, body: Value) -> Value {
+        let response = self
+            .s
+            .post_json("/images/generations", body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+fn decode_png(b64: &Value) -> image::DynamicImage {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.as_str().unwrap())
+        .unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    image::load_from_memory(&bytes).unwrap()
+}
+
+/// The simulator's counters of one bearer token.
+fn token<'a>(stats: &'a Value, token: &str) -> &'a Value {
+    &stats["by_token"][token]
+}
+
+#[tokio::test]
+async fn a_subscription_account_streams_partial_images_through_the_responses_endpoint() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "a kite over dunes", "size": "1024x1024",
+                "stream": true, "partial_images": 2}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "image_generation.partial_image",
+            "image_generation.partial_image",
+            "image_generation.completed"
+        ]
+    );
+    assert_eq!(events[1].1["partial_image_index"], 1);
+    let completed = &events[2].1;
+    let image = decode_png(&completed["b64_json"]);
+    assert_eq!((image.width(), image.height()), (1024, 1024));
+    assert!(completed["usage"]["total_tokens"].as_u64().unwrap() > 0);
+
+    let stats = c.s.sim_stats().await;
+    let sub = token(&stats, "at-sub");
+    assert_eq!(sub["by_path"], json!({"/v1/responses": 1}), "{stats}");
+    assert_eq!(sub["chatgpt_account_id"], "acct-e2e");
+    assert_eq!(sub["main_models"], json!({"gpt-5.5": 1}));
+    assert_eq!(stats["oauth"]["refreshes"], 0, "a valid token is not refreshed");
+    let records = c.s.usage_at_least(1).await;
+    assert_eq!(
+        (&records[0]["status"], &records[0]["stream"]),
+        (&json!(200), &json!(true))
+    );
+}
+
+#[tokio::test]
+async fn an_edit_with_a_mask_is_a_responses_call_with_the_images() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    let part = |bytes: Vec<u8>, name: &str| {
+        reqwest::multipart::Part::bytes(bytes)
+            .file_name(name.to_owned())
+            .mime_str("image/png")
+            .unwrap()
+    };
+    let form = reqwest::multipart::Form::new()
+        .text("model", "gpt-image-2")
+        .text("prompt", "add a red hat")
+        .text("size", "1024x1024")
+        .text("quality", "low")
+        .part("image", part(png_rgb(512, 512), "a.png"))
+        .part("mask", part(solid_mask(512, 512), "mask.png"));
+    let response =
+        c.s.client
+            .post(c.s.gateway.v1("/images/edits"))
+            .bearer_auth(&c.s.key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 1);
+    let image = decode_png(&body["data"][0]["b64_json"]);
+    assert_eq!((image.width(), image.height()), (1024, 1024));
+    assert!(
+        body["usage"]["input_tokens_details"]["image_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "the input image reached the upstream: {body}"
+    );
+    let stats = c.s.sim_stats().await;
+    assert_eq!(token(&stats, "at-sub")["by_path"], json!({"/v1/responses": 1}));
+    assert!(stats["by_path"].get("/v1/images/edits").is_none());
+    let records = c.s.usage_at_least(1).await;
+    assert_eq!(records[0]["endpoint"], "/v1/images/edits");
+}
+
+#[tokio::test]
+async fn n_two_gives_two_images_from_two_calls() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    let body = c
+        .generate(
+            json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024",
+            "quality": "low", "n": 2}),
+        )
+        .await;
+    let data = body["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2, "never silently fewer images: {body}");
+    for item in data {
+        let image = decode_png(&item["b64_json"]);
+        assert_eq!((image.width(), image.height()), (1024, 1024));
+    }
+    let stats = c.s.sim_stats().await;
+    assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 2);
+    let one = c
+        .generate(json!({"model": "gpt-image-2", "prompt": "one fox", "size": "1024x1024", "quality": "low"}))
+        .await;
+    let usage_one = one["usage"]["output_tokens"].as_u64().unwrap();
+    let usage_two = body["usage"]["output_tokens"].as_u64().unwrap();
+    assert_eq!(usage_two, 2 * usage_one, "the usage of both images is summed");
+}
+
+#[tokio::test]
+async fn a_refused_access_token_is_refreshed_once_and_the_refreshed_one_is_persisted() {
+    let credential = json!({"access_token": "at-expired", "refresh_token": SEED_REFRESH_TOKEN,
+        "account_id": "acct-r"});
+    let mut c = codex_setup(&credential);
+    c.s.sim_fault(json!({"key": "at-expired", "fault": "401"})).await;
+    let request =
+        json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1024x1024", "quality": "low"});
+    let first = c.generate(request.clone()).await;
+    assert_eq!(first["data"].as_array().unwrap().len(), 1);
+    let stats = c.s.sim_stats().await;
+    assert_eq!(stats["oauth"]["refreshes"], 1, "{stats}");
+    assert_eq!(stats["oauth"]["last_client_id"], CLIENT_ID);
+    assert_eq!(token(&stats, "at-expired")["requests"], 1);
+    assert_eq!(token(&stats, "sim-at-1")["requests"], 1);
+    assert_eq!(token(&stats, "sim-at-1")["chatgpt_account_id"], "acct-r");
+
+    c.generate(request.clone()).await;
+    let stats = c.s.sim_stats().await;
+    assert_eq!(
+        stats["oauth"]["refreshes"], 1,
+        "the second request does not refresh again"
+    );
+    assert_eq!(token(&stats, "at-expired")["requests"], 1);
+    assert_eq!(token(&stats, "sim-at-1")["requests"], 2);
+
+    // A new process reads the refreshed credential from the database: the seed refresh token
+    // was rotated away, so only the saved credential can work.
+    c.restart_gateway();
+    c.generate(request).await;
+    let stats = c.s.sim_stats().await;
+    assert_eq!(
+        (&stats["oauth"]["refreshes"], &stats["oauth"]["rejected"]),
+        (&json!(1), &json!(0))
+    );
+    assert_eq!(token(&stats, "at-expired")["requests"], 1);
+    assert_eq!(token(&stats, "sim-at-1")["requests"], 3);
+}
+
+#[tokio::test]
+async fn an_access_token_past_its_expiry_is_refreshed_before_it_is_sent() {
+    let credential = json!({"access_token": "at-old", "refresh_token": SEED_REFRESH_TOKEN,
+        "expires_at": unix_now() - 60, "account_id": "acct-p"});
+    let c = codex_setup(&credential);
+    let request =
+        json!({"model": "gpt-image-2", "prompt": "a harbour", "size": "1024x1024", "quality": "low"});
+    c.generate(request.clone()).await;
+    c.generate(request).await;
+    let stats = c.s.sim_stats().await;
+    assert_eq!(stats["oauth"]["refreshes"], 1, "{stats}");
+    assert!(
+        stats["by_token"].get("at-old").is_none(),
+        "the expired token never reached the upstream: {stats}"
+    );
+    assert_eq!(token(&stats, "sim-at-1")["requests"], 2);
+}
+
+#[tokio::test]
+async fn an_unsupported_main_model_falls_back_to_the_next() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    c.s.sim_fault(json!({"key": "at-sub", "fault": "model_unsupported", "model": "gpt-5.5"}))
+        .await;
+    let body = c
+        .generate(
+            json!({"model": "gpt-image-2", "prompt": "a lantern", "size": "1024x1024", "quality": "low"}),
+        )
+        .await;
+    decode_png(&body["data"][0]["b64_json"]);
+    let stats = c.s.sim_stats().await;
+    assert_eq!(
+        token(&stats, "at-sub")["main_models"],
+        json!({"gpt-5.5": 1, "gpt-5": 1}),
+        "{stats}"
+    );
+    assert_eq!(stats["faults"]["model_unsupported"], 1);
+    let records = c.s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 200);
+}
