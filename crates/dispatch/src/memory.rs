@@ -121,7 +121,14 @@ impl Inner {
     /// The cache key of `list`, filling the cache on first sight.
     fn cache_slots(&mut self, list: &Arc<RankedCandidates>) -> usize {
         let key = Arc::as_ptr(list).addr();
-        if !self.slot_cache.contains_key(&key) {
+        // An address can be reused by a new list once the old one is freed: trust the cached
+        // entry only if it still points at this very list.
+        let current = self
+            .slot_cache
+            .get(&key)
+            .and_then(|cached| cached.list.upgrade())
+            .is_some_and(|cached| Arc::ptr_eq(&cached, list));
+        if !current {
             let slots = list.entries().iter().map(|c| self.slot_of(&c.id)).collect();
             self.slot_cache.retain(|_, cached| cached.list.strong_count() > 0);
             self.slot_cache.insert(

@@ -14,7 +14,36 @@ use crate::outcome::AccountHealth;
 static HEALTH_CAS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/health_cas.lua")));
 
 /// Attempts before a contended update gives up (each conflict means another replica succeeded).
-const MAX_ATTEMPTS: usize = 32;
+const MAX_ATTEMPTS: u32 = 64;
+
+/// Number of lock stripes serialising health updates within one replica.
+const STRIPES: usize = 64;
+
+/// Serialises the health updates of one account within this replica, so only replicas compete
+/// for the compare-and-set (updates pipelined on one connection would otherwise all read the same
+/// version and all but one retry, round after round).
+#[derive(Debug)]
+pub(crate) struct UpdateLocks {
+    stripes: [tokio::sync::Mutex<()>; STRIPES],
+}
+
+impl Default for UpdateLocks {
+    fn default() -> Self {
+        Self {
+            stripes: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+        }
+    }
+}
+
+impl UpdateLocks {
+    fn stripe(&self, account: &AccountId) -> &tokio::sync::Mutex<()> {
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(account, &mut hasher);
+        // A u64 hash reduced modulo the stripe count: always a valid index.
+        let index = (std::hash::Hasher::finish(&hasher) % STRIPES as u64) as usize;
+        &self.stripes[index]
+    }
+}
 
 /// How to treat a stored health that does not parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,10 +75,12 @@ pub(crate) fn decode(
 pub(crate) async fn update(
     connection: &mut ConnectionManager,
     keys: &Keys,
+    locks: &UpdateLocks,
     account: &AccountId,
     unreadable: Unreadable,
     change: impl Fn(&mut AccountHealth),
 ) -> Result<(), StateError> {
+    let _serialised = locks.stripe(account).lock().await;
     let key = keys.health(account);
     let (mut version, mut raw): (Option<String>, Option<String>) = redis::cmd("HMGET")
         .arg(&key)
@@ -58,7 +89,12 @@ pub(crate) async fn update(
         .query_async(connection)
         .await
         .map_err(|e| StateError::Backend(format!("redis: reading the health of {account}: {e}")))?;
-    for _ in 0..MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
+        if attempt > 0 {
+            // Another replica won the last round: let the contenders spread out.
+            let jitter = fastrand::u64(0..=u64::from(attempt.min(10)));
+            tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+        }
         let mut health = decode(account, raw.as_deref(), unreadable)?;
         change(&mut health);
         let json = serde_json::to_string(&health)

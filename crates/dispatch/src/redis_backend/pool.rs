@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
-use super::health::{self, Unreadable};
+use super::health::{self, Unreadable, UpdateLocks};
 use super::release::{Release, ReleaseQueue, push_args};
 use super::reply::{number, tagged, text};
 use super::{Keys, RedisConfig, class_name};
@@ -37,6 +37,7 @@ pub struct RedisPoolState {
     releases: Arc<ReleaseQueue>,
     /// The sorted set of every lease this replica holds.
     leases: Mutex<HashMap<LeaseId, String>>,
+    health_locks: UpdateLocks,
 }
 
 impl RedisPoolState {
@@ -54,6 +55,7 @@ impl RedisPoolState {
             keys: Keys::new(&config.prefix),
             policy,
             leases: Mutex::new(HashMap::new()),
+            health_locks: UpdateLocks::default(),
         })
     }
 
@@ -228,9 +230,16 @@ impl PoolState for RedisPoolState {
         now: UnixMillis,
     ) -> Result<(), StateError> {
         let mut connection = self.connection.clone();
-        health::update(&mut connection, &self.keys, account, Unreadable::Fail, |health| {
-            health.apply(outcome, &self.policy, now);
-        })
+        health::update(
+            &mut connection,
+            &self.keys,
+            &self.health_locks,
+            account,
+            Unreadable::Fail,
+            |health| {
+                health.apply(outcome, &self.policy, now);
+            },
+        )
         .await
     }
 
@@ -239,6 +248,7 @@ impl PoolState for RedisPoolState {
         health::update(
             &mut connection,
             &self.keys,
+            &self.health_locks,
             account,
             Unreadable::Reset,
             |health| {

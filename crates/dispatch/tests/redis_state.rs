@@ -1,0 +1,468 @@
+//! `RedisPoolState` against a real Redis: the behaviour of the in-memory state, plus what sharing
+//! between replicas adds (atomic slots across connections, shared cooldowns, crashed holders).
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod redis_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use imagegate_dispatch::{
+    AccountId, AccountSpec, AccountStatus, Clock, CooldownKind, CooldownPolicy, DispatchRequest,
+    FallbackPoolState, GroupId, LimitScope, ManualClock, Outcome, PoolError, PoolState, RedisConfig,
+    RedisPoolState, SizeClass, StateError, Tier,
+};
+use redis_support::{START, TestPrefix, dispatcher, no_wait, sync_connection};
+
+fn group() -> GroupId {
+    GroupId::new("g")
+}
+
+fn image(class: SizeClass) -> DispatchRequest {
+    DispatchRequest::image(&group(), class)
+}
+
+fn text(class: SizeClass) -> DispatchRequest {
+    DispatchRequest {
+        image: false,
+        ..image(class)
+    }
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(START))
+}
+
+#[tokio::test]
+async fn limits_per_class_are_never_exceeded() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(1, 2)];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let large = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert!(matches!(
+        pool.acquire(&image(SizeClass::Large)).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    let mut standard = Vec::new();
+    for _ in 0..2 {
+        standard.push(pool.acquire(&image(SizeClass::Standard)).await.unwrap());
+    }
+    assert!(matches!(
+        pool.acquire(&image(SizeClass::Standard)).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    let snapshot = pool.snapshot().await.unwrap();
+    assert_eq!(
+        (
+            snapshot.accounts[0].in_flight.large,
+            snapshot.accounts[0].in_flight.standard
+        ),
+        (1, 2)
+    );
+    drop((large, standard));
+}
+
+#[tokio::test]
+async fn tiers_then_priorities_then_load_decide() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [
+        AccountSpec::new("free", Tier::Free, &["g"]),
+        AccountSpec::new("plus", Tier::Plus, &["g"]),
+        AccountSpec::new("pro-low", Tier::Pro, &["g"]),
+        AccountSpec::new("pro-high", Tier::Pro, &["g"]).with_priority(5),
+        AccountSpec::new("team", Tier::Team, &["g"]),
+    ];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let mut order = Vec::new();
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+        order.push(lease.account().to_string());
+        held.push(lease);
+    }
+    assert_eq!(order, ["pro-high", "pro-low", "team", "plus", "free"]);
+    drop(held);
+
+    // Within a band the least loaded account wins: four standard requests spread two by two.
+    let pair = [
+        AccountSpec::new("x", Tier::Pro, &["g"]),
+        AccountSpec::new("y", Tier::Pro, &["g"]),
+    ];
+    pool.replace_accounts(pair);
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(pool.acquire(&image(SizeClass::Standard)).await.unwrap());
+    }
+    let on_x = held.iter().filter(|l| l.account().as_str() == "x").count();
+    assert_eq!(on_x, 2, "load is balanced within the band");
+}
+
+#[tokio::test]
+async fn cooling_accounts_are_skipped_and_the_earliest_reset_reported() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [
+        AccountSpec::new("pro", Tier::Pro, &["g"]),
+        AccountSpec::new("plus", Tier::Plus, &["g"]),
+    ];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let pro_reset = START.plus(Duration::from_secs(90));
+    let limited = |reset_at| Outcome::RateLimited {
+        reset_at: Some(reset_at),
+        scope: LimitScope::All,
+    };
+    pool.record_outcome(&"pro".into(), &limited(pro_reset))
+        .await
+        .unwrap();
+    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert_eq!(lease.account().as_str(), "plus");
+    drop(lease);
+    pool.record_outcome(&"plus".into(), &limited(START.plus(Duration::from_secs(200))))
+        .await
+        .unwrap();
+    let err = pool.acquire(&image(SizeClass::Large)).await.unwrap_err();
+    assert_eq!(
+        err,
+        PoolError::AllCoolingDown {
+            earliest_reset: pro_reset,
+            retry_after: Duration::from_secs(90)
+        }
+    );
+    clock.advance(Duration::from_secs(90));
+    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert_eq!(lease.account().as_str(), "pro", "usable again at its reset");
+}
+
+#[tokio::test]
+async fn image_only_limits_block_only_image_requests() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [
+        AccountSpec::new("pro", Tier::Pro, &["g"]),
+        AccountSpec::new("plus", Tier::Plus, &["g"]),
+    ];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let outcome = Outcome::RateLimited {
+        reset_at: Some(START.plus(Duration::from_secs(60))),
+        scope: LimitScope::ImagesOnly,
+    };
+    pool.record_outcome(&"pro".into(), &outcome).await.unwrap();
+    let for_image = pool.acquire(&image(SizeClass::Standard)).await.unwrap();
+    assert_eq!(for_image.account().as_str(), "plus");
+    let for_text = pool.acquire(&text(SizeClass::Standard)).await.unwrap();
+    assert_eq!(for_text.account().as_str(), "pro");
+    let snapshot = pool.snapshot().await.unwrap();
+    let pro = snapshot.accounts.iter().find(|a| a.id.as_str() == "pro").unwrap();
+    assert_eq!(pro.cooldowns.len(), 1);
+    assert_eq!(pro.cooldowns[0].scope, LimitScope::ImagesOnly);
+    assert_eq!(pro.cooldowns[0].kind, CooldownKind::RateLimited);
+}
+
+#[tokio::test]
+async fn excluded_and_broken_accounts_are_not_used() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [
+        AccountSpec::new("pro", Tier::Pro, &["g"]),
+        AccountSpec::new("plus", Tier::Plus, &["g"]),
+    ];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let retry = DispatchRequest {
+        exclude: vec!["pro".into()],
+        ..image(SizeClass::Large)
+    };
+    assert_eq!(pool.acquire(&retry).await.unwrap().account().as_str(), "plus");
+    let failed = Outcome::AuthFailed {
+        reason: "revoked".into(),
+    };
+    pool.record_outcome(&"plus".into(), &failed).await.unwrap();
+    assert!(matches!(
+        pool.acquire(&retry).await,
+        Err(PoolError::NoAccounts { .. })
+    ));
+    let snapshot = pool.snapshot().await.unwrap();
+    let plus = snapshot
+        .accounts
+        .iter()
+        .find(|a| a.id.as_str() == "plus")
+        .unwrap();
+    assert_eq!(
+        plus.status,
+        AccountStatus::Error {
+            reason: "revoked".into()
+        }
+    );
+    assert_eq!(plus.failures, 1);
+    pool.clear_health(&"plus".into()).await.unwrap();
+    assert_eq!(pool.acquire(&retry).await.unwrap().account().as_str(), "plus");
+    let snapshot = pool.snapshot().await.unwrap();
+    let plus = snapshot
+        .accounts
+        .iter()
+        .find(|a| a.id.as_str() == "plus")
+        .unwrap();
+    assert_eq!((plus.status.clone(), plus.failures), (AccountStatus::Ok, 1));
+}
+
+#[tokio::test]
+async fn dropping_a_lease_frees_its_slot() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"])];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    for _ in 0..3 {
+        let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+        assert_eq!(pool.snapshot().await.unwrap().accounts[0].in_flight.large, 1);
+        drop(lease);
+        assert_eq!(pool.snapshot().await.unwrap().accounts[0].in_flight.large, 0);
+    }
+}
+
+#[tokio::test]
+async fn expired_leases_free_their_slot_and_renewal_extends() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"])];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let ttl = pool.config().lease_ttl;
+    let mut stale = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert_eq!(stale.expires_at(), START.plus(ttl));
+    clock.advance(ttl - Duration::from_secs(100));
+    let renewed = stale.renew().await.unwrap();
+    assert_eq!(renewed, clock.now().plus(ttl));
+    clock.advance(ttl - Duration::from_millis(1));
+    assert!(
+        matches!(
+            pool.acquire(&image(SizeClass::Large)).await,
+            Err(PoolError::AllBusy { .. })
+        ),
+        "the renewed lease still holds"
+    );
+    clock.advance(Duration::from_millis(1));
+    let fresh = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert_eq!(stale.renew().await, Err(PoolError::LeaseExpired));
+    drop(stale);
+    assert_eq!(
+        pool.snapshot().await.unwrap().accounts[0].in_flight.large,
+        1,
+        "dropping the expired lease must not free the new one"
+    );
+    drop(fresh);
+}
+
+#[tokio::test]
+async fn scripts_are_reloaded_after_a_flush() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"])];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    drop(pool.acquire(&image(SizeClass::Large)).await.unwrap());
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query(&mut sync_connection())
+        .unwrap();
+    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert_eq!(lease.account().as_str(), "a");
+}
+
+#[tokio::test]
+async fn keys_stay_under_the_prefix() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"])];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    pool.record_outcome(&"a".into(), &Outcome::Success).await.unwrap();
+    let mut keys = prefix.keys();
+    keys.sort();
+    let expected: Vec<String> = ["accounts", "acct:a:health", "acct:a:lease:large", "lease-seq"]
+        .iter()
+        .map(|k| format!("{}{k}", prefix.prefix))
+        .collect();
+    assert_eq!(keys, expected);
+    drop(lease);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_never_grant_one_slot_twice() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"])];
+    let config = imagegate_dispatch::DispatchConfig {
+        max_wait: Duration::from_secs(20),
+        poll_interval: Duration::from_millis(2),
+        ..imagegate_dispatch::DispatchConfig::default()
+    };
+    let replicas = [
+        dispatcher(prefix.state(), &clock, config.clone(), &specs),
+        dispatcher(prefix.state(), &clock, config, &specs),
+    ];
+    let holders = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let grants = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for task in 0..20 {
+        let pool = Arc::clone(&replicas[task % 2]);
+        let (holders, most, grants) = (holders.clone(), most.clone(), grants.clone());
+        tasks.push(tokio::spawn(async move {
+            let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+            let now_holding = holders.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now_holding, Ordering::SeqCst);
+            grants.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            holders.fetch_sub(1, Ordering::SeqCst);
+            drop(lease);
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(grants.load(Ordering::SeqCst), 20);
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        1,
+        "two requests held the only slot at once"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limit_seen_by_one_replica_cools_the_account_for_the_other() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [
+        AccountSpec::new("pro", Tier::Pro, &["g"]),
+        AccountSpec::new("plus", Tier::Plus, &["g"]),
+    ];
+    let first = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let second = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    assert_eq!(
+        second
+            .acquire(&image(SizeClass::Standard))
+            .await
+            .unwrap()
+            .account()
+            .as_str(),
+        "pro"
+    );
+    let outcome = Outcome::RateLimited {
+        reset_at: None,
+        scope: LimitScope::All,
+    };
+    first.record_outcome(&"pro".into(), &outcome).await.unwrap();
+    let lease = second.acquire(&image(SizeClass::Standard)).await.unwrap();
+    assert_eq!(lease.account().as_str(), "plus");
+    let snapshot = second.snapshot().await.unwrap();
+    let pro = snapshot.accounts.iter().find(|a| a.id.as_str() == "pro").unwrap();
+    let backoff = CooldownPolicy::default().rate_limit_base;
+    assert_eq!(pro.cooldowns[0].until, START.plus(backoff));
+    assert_eq!(pro.failures, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_outcomes_from_two_replicas_all_count() {
+    let prefix = TestPrefix::new();
+    let states = [prefix.state(), prefix.state()];
+    let account = AccountId::new("busy");
+    let mut tasks = Vec::new();
+    for task in 0..40 {
+        let state = Arc::clone(&states[task % 2]);
+        let account = account.clone();
+        tasks.push(tokio::spawn(async move {
+            let outcome = if task % 4 == 0 {
+                Outcome::Transient {
+                    detail: "timeout".into(),
+                }
+            } else {
+                Outcome::Success
+            };
+            state.record_outcome(&account, &outcome, START).await.unwrap();
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let snapshot = states[0].snapshot(START).await.unwrap();
+    let health = &snapshot[&account].health;
+    assert_eq!((health.successes, health.failures), (30, 10));
+}
+
+#[tokio::test]
+async fn a_crashed_replicas_lease_frees_after_its_ttl() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"])];
+    let survivor = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let ttl = survivor.config().lease_ttl;
+    {
+        let crashed = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+        let lease = crashed.acquire(&image(SizeClass::Large)).await.unwrap();
+        // The replica dies: its lease is never released.
+        std::mem::forget(lease);
+    }
+    assert!(matches!(
+        survivor.acquire(&image(SizeClass::Large)).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    clock.advance(ttl - Duration::from_millis(1));
+    assert!(matches!(
+        survivor.acquire(&image(SizeClass::Large)).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    clock.advance(Duration::from_millis(1));
+    let lease = survivor.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert_eq!(lease.account().as_str(), "solo");
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_a_backend_error_and_the_fallback_takes_over() {
+    let config = RedisConfig {
+        connect_timeout: Duration::from_millis(300),
+        response_timeout: Duration::from_millis(300),
+        // Nothing listens on port 1.
+        ..RedisConfig::new("redis://127.0.0.1:1")
+    };
+    let state = Arc::new(RedisPoolState::new(&config, CooldownPolicy::default()).unwrap());
+    let err = state.ping().await.unwrap_err();
+    let StateError::Backend(message) = &err;
+    assert!(message.contains("redis: ping failed"), "{message}");
+    assert!(state.snapshot(START).await.is_err());
+    assert!(
+        state
+            .record_outcome(&"a".into(), &Outcome::Success, START)
+            .await
+            .is_err()
+    );
+
+    let fallback = Arc::new(FallbackPoolState::new(
+        state,
+        CooldownPolicy::default(),
+        Duration::from_secs(5),
+    ));
+    let clock = clock();
+    let pool = imagegate_dispatch::Dispatcher::new(fallback.clone(), clock.clone(), no_wait());
+    pool.replace_accounts([AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert!(fallback.degraded());
+    assert!(matches!(
+        pool.acquire(&image(SizeClass::Large)).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    drop(lease);
+    assert!(pool.acquire(&image(SizeClass::Large)).await.is_ok());
+}
+
+#[test]
+fn invalid_urls_are_rejected() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _guard = runtime.enter();
+    let err = RedisPoolState::new(&RedisConfig::new("not a url"), CooldownPolicy::default()).unwrap_err();
+    assert!(err.to_string().contains("invalid Redis URL"), "{err}");
+}
