@@ -5,17 +5,23 @@
 //! every step the dispatcher must agree with the model: a grant goes to an eligible account of the
 //! best (tier, priority) band with the least load, no grant happens only when nothing is eligible
 //! (and the error says why), and load and cooldowns in the snapshot match.
+//!
+//! The same sequences run against the in-memory state and, with the `redis` feature, against
+//! `RedisPoolState` on a real Redis (fewer cases: every step is a round trip).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod model;
+#[cfg(feature = "redis")]
+mod redis_support;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::executor::block_on;
 use imagegate_dispatch::{
     AccountSpec, Clock, CooldownPolicy, DispatchConfig, DispatchRequest, Dispatcher, GroupId, Lease,
-    ManualClock, MemoryPoolState, PoolError, SizeClass, UnixMillis,
+    ManualClock, MemoryPoolState, PoolError, PoolState, SizeClass, UnixMillis,
 };
 use model::{Model, Op, Verdict};
 use proptest::prelude::*;
@@ -28,12 +34,30 @@ struct Harness {
     specs: Vec<AccountSpec>,
     held: Vec<(Lease, usize)>,
     model: Model,
+    /// The runtime a networked state needs; none for the in-memory state.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// Runs `future` to completion on `runtime`, or on the calling thread without one.
+fn run<F: Future>(runtime: &Option<tokio::runtime::Runtime>, future: F) -> F::Output {
+    match runtime {
+        Some(runtime) => runtime.block_on(future),
+        None => block_on(future),
+    }
 }
 
 impl Harness {
-    fn new(specs: Vec<AccountSpec>, seed: u64) -> Self {
-        let clock = Arc::new(ManualClock::new(UnixMillis(1_000_000_000)));
+    fn in_memory(specs: Vec<AccountSpec>, seed: u64) -> Self {
         let state = Arc::new(MemoryPoolState::with_seed(CooldownPolicy::default(), seed));
+        Self::new(specs, state, None)
+    }
+
+    fn new(
+        specs: Vec<AccountSpec>,
+        state: Arc<dyn PoolState>,
+        runtime: Option<tokio::runtime::Runtime>,
+    ) -> Self {
+        let clock = Arc::new(ManualClock::new(UnixMillis(1_000_000_000)));
         let config = DispatchConfig {
             max_wait: Duration::ZERO,
             lease_ttl: TTL,
@@ -48,6 +72,7 @@ impl Harness {
             specs,
             held: Vec::new(),
             model,
+            runtime,
         }
     }
 
@@ -67,7 +92,7 @@ impl Harness {
                     image: *image,
                     exclude: Vec::new(),
                 };
-                let result = block_on(self.pool.try_acquire(&request));
+                let result = run(&self.runtime, self.pool.try_acquire(&request));
                 let verdict = self.model.acquire(&group, class, *image, now);
                 match (result, verdict) {
                     (Ok(lease), Verdict::Grant(allowed)) => {
@@ -106,7 +131,7 @@ impl Harness {
                     let len = self.held.len();
                     let (lease, model_lease) = &mut self.held[pick % len];
                     let expected = self.model.renew(*model_lease, now);
-                    match (block_on(lease.renew()), expected) {
+                    match (run(&self.runtime, lease.renew()), expected) {
                         (Ok(until), Some(expected)) => assert_eq!(until, expected),
                         (Err(PoolError::LeaseExpired), None) => {}
                         (got, expected) => panic!("renew: pool {got:?}, model {expected:?}"),
@@ -116,12 +141,16 @@ impl Harness {
             Op::Record { account, outcome } => {
                 let index = account % self.specs.len();
                 let outcome = outcome.to_outcome(now);
-                block_on(self.pool.record_outcome(&self.specs[index].id, &outcome)).unwrap();
+                run(
+                    &self.runtime,
+                    self.pool.record_outcome(&self.specs[index].id, &outcome),
+                )
+                .unwrap();
                 self.model.record(index, &outcome, now);
             }
             Op::Clear { account } => {
                 let index = account % self.specs.len();
-                block_on(self.pool.clear_health(&self.specs[index].id)).unwrap();
+                run(&self.runtime, self.pool.clear_health(&self.specs[index].id)).unwrap();
                 self.model.clear(index);
             }
             Op::Toggle { account } => {
@@ -137,7 +166,7 @@ impl Harness {
     }
 
     fn check_snapshot(&mut self, now: UnixMillis) {
-        let snapshot = block_on(self.pool.snapshot()).unwrap();
+        let snapshot = run(&self.runtime, self.pool.snapshot()).unwrap();
         self.model.purge(now);
         assert_eq!(snapshot.accounts.len(), self.specs.len());
         for account in &snapshot.accounts {
@@ -176,7 +205,31 @@ proptest! {
         ops in prop::collection::vec(model::op(), 1..80),
         seed in any::<u64>(),
     ) {
-        let mut harness = Harness::new(specs, seed);
+        let mut harness = Harness::in_memory(specs, seed);
+        for op in &ops {
+            harness.step(op);
+        }
+        harness.step(&Op::Snapshot);
+    }
+}
+
+#[cfg(feature = "redis")]
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn redis_pool_agrees_with_model(
+        specs in model::specs(),
+        ops in prop::collection::vec(model::op(), 1..80),
+    ) {
+        // Declared first, dropped last: the keys go once the harness is done.
+        let prefix = redis_support::TestPrefix::new();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let state = {
+            let _inside = runtime.enter();
+            prefix.state()
+        };
+        let mut harness = Harness::new(specs, state, Some(runtime));
         for op in &ops {
             harness.step(op);
         }
