@@ -426,3 +426,40 @@ async fn health_readiness_request_ids_and_unknown_routes() {
     let body: Value = missing.json().await.unwrap();
     assert!(body["error"]["message"].is_string());
 }
+
+#[tokio::test]
+async fn oversized_bodies_and_client_request_ids_are_handled_by_the_gateway() {
+    let s = setup();
+    let huge = json!({"model": "gpt-image-2", "prompt": "x".repeat(2 * 1024 * 1024)});
+    let response = s.post_json("/images/generations", huge).send().await.unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("too large") || body["error"]["type"].is_string(),
+        "{body}"
+    );
+    assert_eq!(body["error"]["code"], "file_too_large", "{body}");
+
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024"}),
+        )
+        .header("x-request-id", "chosen-by-client")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert_ne!(
+        id, "chosen-by-client",
+        "the usage key must not be chosen by the client"
+    );
+    let records = s.usage_at_least(2).await;
+    assert!(
+        records
+            .iter()
+            .any(|r| r["request_id"] == id.as_str() && r["status"] == 200)
+    );
+    assert!(records.iter().any(|r| r["status"] == 413));
+}

@@ -31,7 +31,7 @@ pub struct EditForm {
 }
 
 /// One uploaded file.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct UploadedImage {
     /// The part name as sent (`image`, `image[]`, `image[2]`, `mask`).
     pub field: String,
@@ -380,5 +380,17 @@ impl<S: Stream> Stream for OneChunkPerPoll<S> {
             self.just_yielded = true;
         }
         next
+    }
+}
+
+impl std::fmt::Debug for UploadedImage {
+    /// Never prints the file itself, only what it is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadedImage")
+            .field("field", &self.field)
+            .field("filename", &self.filename)
+            .field("info", &self.info)
+            .field("bytes", &format_args!("<{} bytes>", self.bytes.len()))
+            .finish()
     }
 }

@@ -28,6 +28,7 @@ pub fn dispatch_id(id: imagegate_store::AccountId) -> imagegate_dispatch::Accoun
 
 struct Entry {
     updated_at: Timestamp,
+    status: AccountStatus,
     target: Option<Arc<AccountTarget>>,
 }
 
@@ -64,6 +65,21 @@ impl AccountDirectory {
                 .filter(|a| entries.get(&a.id.0).is_none_or(|e| e.updated_at != a.updated_at))
                 .collect()
         };
+        // An operator who switches an account back on (after fixing its credential, say) wants it
+        // used again: forget what the pool learned about it while it was failing.
+        let reactivated: Vec<imagegate_store::AccountId> = {
+            let entries = self.entries.read();
+            stale
+                .iter()
+                .filter(|a| a.status == AccountStatus::Active)
+                .filter(|a| {
+                    entries
+                        .get(&a.id.0)
+                        .is_some_and(|e| e.status != AccountStatus::Active)
+                })
+                .map(|a| a.id)
+                .collect()
+        };
         let mut fresh = Vec::with_capacity(stale.len());
         for account in stale {
             let target = self.build_target(account).await?;
@@ -71,6 +87,7 @@ impl AccountDirectory {
                 account.id.0,
                 Entry {
                     updated_at: account.updated_at,
+                    status: account.status,
                     target,
                 },
             ));
@@ -89,6 +106,11 @@ impl AccountDirectory {
         };
         let count = specs.len();
         self.dispatcher.replace_accounts(specs);
+        for id in reactivated {
+            if let Err(err) = self.dispatcher.clear_health(&dispatch_id(id)).await {
+                tracing::warn!(error = %err, "could not reset the health of a reactivated account");
+            }
+        }
         Ok(count)
     }
 

@@ -49,6 +49,9 @@ pub fn write(data_dir: &Path, addr: SocketAddr, token: &str) -> std::io::Result<
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(path(data_dir))?;
+    // `mode` applies only when the file is created; an older file keeps its permissions otherwise.
+    #[cfg(unix)]
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     file.write_all(&text)
 }
 

@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use axum::body::Body;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, Request, State};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use imagegate_domain::{ImageParams, validate_edit, validate_generation};
+use imagegate_codec::ApiError;
+use imagegate_domain::{ErrorKind, ImageParams, validate_edit, validate_generation};
 
 use crate::fallback;
 use crate::http::auth::Caller;
@@ -23,7 +25,7 @@ pub async fn generations(
     Extension(request_id): Extension<RequestId>,
     Caller(caller): Caller,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let mut usage = UsageRecorder::start(
         app.usage.clone(),
@@ -31,6 +33,10 @@ pub async fn generations(
         "/v1/images/generations",
         &caller,
     );
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return fail(usage, crate::http::images::body_error(&rejection)),
+    };
     let params = match decode_generation(&app, &body, &mut usage) {
         Ok(params) => params,
         Err(err) => return fail(usage, err),
@@ -88,6 +94,17 @@ pub async fn edits(
         mask: form.mask.as_ref(),
     };
     serve_images(&app, &caller, &params, call, usage, fallback).await
+}
+
+/// A body that could not be read (too large, or cut off), in the OpenAI envelope.
+pub fn body_error(rejection: &BytesRejection) -> HttpError {
+    let kind = if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        ErrorKind::PayloadTooLarge
+    } else {
+        ErrorKind::InvalidRequest
+    };
+    let message = format!("The request body could not be read: {}", rejection.body_text());
+    HttpError::new(ApiError::new(kind, message))
 }
 
 /// Records a request that ends in an error before any upstream call, and answers it.

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::http::header::USER_AGENT;
@@ -25,9 +26,13 @@ pub async fn create(
     Extension(request_id): Extension<RequestId>,
     Caller(caller): Caller,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let mut usage = UsageRecorder::start(app.usage.clone(), &request_id.0, "/v1/responses", &caller);
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return fail(usage, crate::http::images::body_error(&rejection)),
+    };
     let user_agent = headers
         .get(USER_AGENT)
         .and_then(|v| v.to_str().ok())

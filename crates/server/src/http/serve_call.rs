@@ -182,6 +182,7 @@ fn respond(
     let held = Held {
         lease: relayed.lease,
         permit,
+        pool: app.dispatcher.clone(),
     };
     match (relayed.reply, kind) {
         (Reply::Json { body, .. }, StreamKind::Images) => images_body(body, usage, held),

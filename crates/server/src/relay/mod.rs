@@ -136,7 +136,8 @@ async fn record(
     }
 }
 
-/// Failures another account may not have.
+/// Failures another account may not have. A timeout is not one of them: the request already used
+/// its time, and another try would double the cost and outlast the client's own timeout.
 fn switchable(kind: &FailureKind) -> bool {
     matches!(
         kind,
@@ -144,12 +145,12 @@ fn switchable(kind: &FailureKind) -> bool {
             | FailureKind::Unauthorized
             | FailureKind::Forbidden { .. }
             | FailureKind::Transient
-            | FailureKind::Timeout
             | FailureKind::NoImage
+            | FailureKind::ModelUnsupported
     )
 }
 
-/// 100-300 ms, growing a little with each retry.
+/// 100-400 ms: 100 ms per retry (at most three) plus up to 100 ms of jitter.
 fn jitter(attempt: u32) -> Duration {
     let base = 100 * u64::from(attempt.min(3));
     Duration::from_millis(base + rand::random_range(0..=100))
@@ -183,7 +184,7 @@ fn pool_failure(err: PoolError, last: Option<(Failure, Option<i64>)>, switches: 
         .with_retry_after(Some(retry_after)),
         PoolError::AllBusy { retry_after } | PoolError::WaitQueueFull { retry_after } => {
             HttpError::new(ApiError::new(
-                ErrorKind::UsageLimitReached,
+                ErrorKind::KeyRateLimited,
                 "Every upstream account of this key's group is busy; retry shortly.",
             ))
             .with_retry_after(Some(retry_after))
@@ -220,6 +221,8 @@ mod tests {
         assert!(switchable(&FailureKind::Transient));
         assert!(!switchable(&FailureKind::Invalid));
         assert!(!switchable(&FailureKind::Refused));
+        assert!(!switchable(&FailureKind::Timeout));
+        assert!(switchable(&FailureKind::ModelUnsupported));
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub fn relay_events(
             }
             Some(Err(failure)) => {
                 relay.done = true;
+                if let Some(held) = &relay.held {
+                    held.record(&crate::relay::outcome_of(&failure)).await;
+                }
                 let frame = relay.error_frame(&failure);
                 relay.finish(Some(&failure));
                 Some((Ok(frame), relay))

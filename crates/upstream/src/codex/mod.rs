@@ -67,8 +67,11 @@ pub(crate) async fn call(
         requested: requested(params),
         deadline,
     };
-    let run = Run::new(Arc::new(job));
+    let mut run = Run::new(Arc::new(job));
     if params.stream {
+        // Open the first upstream call before answering, so that a refusal at the start (429,
+        // 401, 5xx) is an ordinary failure the caller can fail over from, not an error frame.
+        run.open_first().await?;
         return Ok(Reply::Events(run.into_events()));
     }
     run.into_json().await
@@ -182,6 +185,21 @@ impl Run {
                 }
                 Step::Failed(failure) if self.next_model(&failure) => {}
                 Step::Failed(failure) => return self.fail(failure),
+            }
+        }
+    }
+
+    /// Starts the first upstream call (moving through the main models as they are refused).
+    async fn open_first(&mut self) -> Result<(), Failure> {
+        loop {
+            let job = Arc::clone(&self.job);
+            match start(&job, self.model_index).await {
+                Ok(stream) => {
+                    self.current = Some(stream);
+                    return Ok(());
+                }
+                Err(failure) if self.next_model(&failure) => {}
+                Err(failure) => return Err(failure),
             }
         }
     }

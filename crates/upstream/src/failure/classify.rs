@@ -36,6 +36,11 @@ pub fn classify_response(status: u16, headers: &HeaderMap, body: &[u8], now_unix
     let error = json.as_ref().and_then(error_object);
     match status {
         429 => rate_limited(Some(status), error.as_ref(), headers, now_unix_ms),
+        401 if json.is_none() => Failure::new(
+            FailureKind::Transient,
+            "HTTP 401 with a page that is not an API error (a proxy in front of the upstream?)",
+        )
+        .with_status(status),
         401 => Failure::new(
             FailureKind::Unauthorized,
             "the upstream refused the credential (HTTP 401)",
