@@ -466,3 +466,63 @@ fn invalid_urls_are_rejected() {
     let err = RedisPoolState::new(&RedisConfig::new("not a url"), CooldownPolicy::default()).unwrap_err();
     assert!(err.to_string().contains("invalid Redis URL"), "{err}");
 }
+
+#[tokio::test]
+async fn large_groups_are_walked_band_by_band_across_script_calls() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    // 70 pro accounts (one band, one script call) ahead of 10 plus accounts (the next call).
+    let mut specs: Vec<AccountSpec> = (0..70)
+        .map(|i| AccountSpec::new(&format!("pro-{i:02}"), Tier::Pro, &["g"]))
+        .collect();
+    specs.extend((0..10).map(|i| AccountSpec::new(&format!("plus-{i}"), Tier::Plus, &["g"])));
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let pro_reset = START.plus(Duration::from_secs(60));
+    for spec in specs.iter().filter(|s| s.tier == Tier::Pro) {
+        let outcome = Outcome::RateLimited {
+            reset_at: Some(pro_reset),
+            scope: LimitScope::All,
+        };
+        pool.record_outcome(&spec.id, &outcome).await.unwrap();
+    }
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+        assert!(
+            lease.account().as_str().starts_with("plus-"),
+            "{}",
+            lease.account()
+        );
+        held.push(lease);
+    }
+    // First call: everything cooling; second: everything busy. Busy wins, as in `select`.
+    assert!(matches!(
+        pool.acquire(&image(SizeClass::Large)).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    drop(held);
+    for i in 0..10 {
+        let outcome = Outcome::RateLimited {
+            reset_at: Some(START.plus(Duration::from_secs(30 + i))),
+            scope: LimitScope::All,
+        };
+        pool.record_outcome(&format!("plus-{i}").as_str().into(), &outcome)
+            .await
+            .unwrap();
+    }
+    // The earliest reset over both calls.
+    assert_eq!(
+        pool.acquire(&image(SizeClass::Large)).await.unwrap_err(),
+        PoolError::AllCoolingDown {
+            earliest_reset: START.plus(Duration::from_secs(30)),
+            retry_after: Duration::from_secs(30)
+        }
+    );
+    clock.advance(Duration::from_secs(60));
+    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert!(
+        lease.account().as_str().starts_with("pro-"),
+        "{}",
+        lease.account()
+    );
+}

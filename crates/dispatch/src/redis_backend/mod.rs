@@ -41,6 +41,7 @@
 //! Redis Cluster is not supported as such: scripts derive account keys from the prefix. With a
 //! hash tag in the prefix (e.g. `{imagegate}:`) every key lands in one slot.
 
+mod acquire;
 mod health;
 mod key_limiter;
 mod pool;

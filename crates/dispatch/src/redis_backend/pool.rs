@@ -9,18 +9,18 @@ use async_trait::async_trait;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
+use super::acquire::{ChunkAnswer, Verdict, chunks, eligible_candidates, run_chunk};
 use super::health::{self, Unreadable, UpdateLocks};
 use super::release::{Release, ReleaseQueue, push_args};
-use super::reply::{number, tagged, text};
-use super::{Keys, RedisConfig, class_name};
-use crate::account::{AccountId, SizeClass};
+use super::reply::{number, text};
+use super::{Keys, RedisConfig};
+use crate::account::AccountId;
 use crate::clock::UnixMillis;
 use crate::error::StateError;
 use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
 use crate::select::{AccountRuntime, ClassCounts};
 use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
 
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/acquire.lua")));
 static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/renew.lua")));
 static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/snapshot.lua")));
 
@@ -101,92 +101,49 @@ fn bad_reply(operation: &str) -> StateError {
     StateError::Backend(format!("redis: unexpected reply to {operation}"))
 }
 
-fn other_class(class: SizeClass) -> SizeClass {
-    match class {
-        SizeClass::Large => SizeClass::Standard,
-        SizeClass::Standard => SizeClass::Large,
-    }
-}
-
-/// Candidates worth sending: (index in the ranked list, band number), best first. Excluded
-/// accounts and those that never serve the class are left out, as selection would skip them.
-fn eligible_candidates(request: &AcquireRequest) -> Vec<(usize, usize)> {
-    let entries = request.candidates.entries();
-    let mut picked = Vec::with_capacity(entries.len());
-    for (band, (start, end)) in request.candidates.bands().enumerate() {
-        for index in start..end {
-            let Some(candidate) = entries.get(index) else {
-                continue;
-            };
-            let excluded = !request.exclude.is_empty() && request.exclude.contains(&candidate.id);
-            if candidate.limits.for_class(request.class) > 0 && !excluded {
-                picked.push((index, band));
-            }
-        }
-    }
-    picked
-}
-
 #[async_trait]
 impl PoolState for RedisPoolState {
     async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
         let picked = eligible_candidates(request);
-        if picked.is_empty() {
-            return Ok(Acquire::Unavailable);
-        }
-        let entries = request.candidates.entries();
-        let expires_at = request.now.plus(request.lease_ttl);
-        let releases = self.releases.take();
-        let mut invocation = ACQUIRE.prepare_invoke();
-        invocation
-            .arg(self.keys.prefix())
-            .arg(request.now.0)
-            .arg(class_name(request.class))
-            .arg(class_name(other_class(request.class)))
-            .arg(u8::from(request.image))
-            .arg(expires_at.0)
-            .arg(fastrand::u32(1..2_147_483_647));
-        push_args(&mut invocation, &releases);
-        invocation.arg(picked.len());
-        for &(index, band) in &picked {
-            if let Some(candidate) = entries.get(index) {
-                let limit = candidate.limits.for_class(request.class);
-                invocation.arg(candidate.id.as_str()).arg(limit).arg(band);
-            }
-        }
+        let mut releases = self.releases.take();
         let mut connection = self.connection.clone();
-        let reply: Value = match invocation.invoke_async(&mut connection).await {
-            Ok(reply) => reply,
-            Err(e) => {
-                self.releases.give_back(releases);
-                return Err(backend("acquire", &e));
+        let mut verdict = Verdict::default();
+        for chunk in chunks(&picked) {
+            let answer = run_chunk(&mut connection, self.keys.prefix(), request, chunk, &releases).await;
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(error) => {
+                    // Maybe not applied: send them again (removing a member twice is harmless).
+                    self.releases.give_back(releases);
+                    return Err(error);
+                }
+            };
+            // Sent with the first chunk.
+            releases.clear();
+            match answer {
+                ChunkAnswer::Granted { index, lease } => {
+                    let account = request
+                        .candidates
+                        .entries()
+                        .get(index)
+                        .map(|c| c.id.clone())
+                        .ok_or_else(|| bad_reply("acquire"))?;
+                    let id = LeaseId(lease);
+                    self.lease_sets()
+                        .insert(id, self.keys.leases(&account, request.class));
+                    return Ok(Acquire::Granted(LeaseGrant {
+                        id,
+                        account,
+                        class: request.class,
+                        expires_at: request.now.plus(request.lease_ttl),
+                    }));
+                }
+                ChunkAnswer::None { busy, earliest_reset } => verdict.add(busy, earliest_reset),
             }
-        };
-        let (tag, rest) = tagged(reply).ok_or_else(|| bad_reply("acquire"))?;
-        match (tag.as_str(), rest.as_slice()) {
-            ("granted", [position, lease]) => {
-                let candidate = number(position)
-                    .and_then(|p| picked.get(usize::try_from(p).ok()?))
-                    .and_then(|&(index, _)| entries.get(index))
-                    .ok_or_else(|| bad_reply("acquire"))?;
-                let id = LeaseId(number(lease).ok_or_else(|| bad_reply("acquire"))?);
-                self.lease_sets()
-                    .insert(id, self.keys.leases(&candidate.id, request.class));
-                Ok(Acquire::Granted(LeaseGrant {
-                    id,
-                    account: candidate.id.clone(),
-                    class: request.class,
-                    expires_at,
-                }))
-            }
-            ("busy", []) => Ok(Acquire::Busy),
-            ("cooling", [until]) => {
-                let earliest_reset = UnixMillis(number(until).ok_or_else(|| bad_reply("acquire"))?);
-                Ok(Acquire::CoolingDown { earliest_reset })
-            }
-            ("unavailable", []) => Ok(Acquire::Unavailable),
-            _ => Err(bad_reply("acquire")),
         }
+        // Nothing was sent (no candidate): the background task takes the releases.
+        self.releases.give_back(releases);
+        Ok(verdict.into_acquire())
     }
 
     fn release_detached(&self, lease: LeaseId) {

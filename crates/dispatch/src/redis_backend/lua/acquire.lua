@@ -8,8 +8,8 @@
 -- ARGV: prefix, now, class, other class, image (1/0), lease expiry, seed (1..2^31-2),
 --       release count, then (sorted set, member) per release,
 --       candidate count, then (account id, class limit, band number) per candidate, best first.
--- Reply: {'granted', candidate index (0-based), lease id} | {'busy'} | {'cooling', until}
---        | {'unavailable'}
+-- Reply: {'granted', candidate index (0-based), lease id}, or when no candidate is eligible
+--        {'none', 1 if one was only busy else 0, end of the earliest cooldown met or ''}.
 local prefix = ARGV[1]
 local now_text = ARGV[2]
 local now = tonumber(now_text)
@@ -105,10 +105,4 @@ while start < count do
   end
   start = stop
 end
-if any_busy then
-  return {'busy'}
-end
-if earliest_text then
-  return {'cooling', earliest_text}
-end
-return {'unavailable'}
+return {'none', any_busy and 1 or 0, earliest_text or ''}
