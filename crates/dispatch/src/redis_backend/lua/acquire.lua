@@ -2,8 +2,8 @@
 -- The same rules as select.rs: bands of equal (tier, priority) best first; in the first band with
 -- an eligible account, the least loaded one (share of the class limit in use, then total requests
 -- in flight), the walk starting at a random offset and stopping at the first idle account.
--- Eligible: status usable, not cooling down for this kind of request, under the class limit once
--- expired leases are purged. (Excluded accounts and limit 0 are filtered out by the caller.)
+-- Eligible: status usable, not cooling down for this kind of request, fewer unexpired leases than
+-- the class limit. (Excluded accounts and limit 0 are filtered out by the caller.)
 --
 -- ARGV: prefix, now, class, other class, image (1/0), lease expiry, seed (1..2^31-2),
 --       release count, then (sorted set, member) per release,
@@ -32,10 +32,13 @@ local function field(index, offset)
   return ARGV[first + 3 * index + offset]
 end
 
+local function lease_key(id, which)
+  return prefix .. 'acct:' .. id .. ':lease:' .. which
+end
+
+-- Leases not yet expired (expired ones are ignored here and purged when the account is granted).
 local function in_flight(id, which)
-  local key = prefix .. 'acct:' .. id .. ':lease:' .. which
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_text)
-  return redis.call('ZCARD', key)
+  return redis.call('ZCOUNT', lease_key(id, which), '(' .. now_text, '+inf')
 end
 
 -- End of the cooldown blocking this request (stored text and number), from HMGET ok ca ci.
@@ -66,7 +69,7 @@ while start < count do
   local size = stop - start
   seed = (seed * 16807) % 2147483647
   local offset = seed % size
-  local best, best_used, best_limit, best_total = nil, 0, 1, 0
+  local best, best_used, best_limit, best_total = nil, 0, 1, nil
   for step = 0, size - 1 do
     local index = start + (offset + step) % size
     local id = field(index, 0)
@@ -83,14 +86,24 @@ while start < count do
         if used >= limit then
           any_busy = true
         else
-          local total = used + in_flight(id, other)
-          if total == 0 then
-            best = index
-            break
+          -- Total in flight, read only when it matters: to spot an idle account, or on a tie.
+          local total = nil
+          if used == 0 then
+            total = in_flight(id, other)
+            if total == 0 then
+              best = index
+              break
+            end
           end
           local mine, theirs = used * best_limit, best_used * limit
-          if not best or mine < theirs or (mine == theirs and total < best_total) then
+          if not best or mine < theirs then
             best, best_used, best_limit, best_total = index, used, limit, total
+          elseif mine == theirs then
+            best_total = best_total or (best_used + in_flight(field(best, 0), other))
+            total = total or (used + in_flight(id, other))
+            if total < best_total then
+              best, best_used, best_limit, best_total = index, used, limit, total
+            end
           end
         end
       end
@@ -98,8 +111,11 @@ while start < count do
   end
   if best then
     local id = field(best, 0)
+    for _, which in ipairs({class, other}) do
+      redis.call('ZREMRANGEBYSCORE', lease_key(id, which), '-inf', now_text)
+    end
     local lease = redis.call('INCR', prefix .. 'lease-seq')
-    redis.call('ZADD', prefix .. 'acct:' .. id .. ':lease:' .. class, expires, lease)
+    redis.call('ZADD', lease_key(id, class), expires, lease)
     redis.call('SADD', prefix .. 'accounts', id)
     return {'granted', best, lease}
   end
