@@ -20,9 +20,26 @@
 //! - **Per-key limits**: [`KeyGate`] enforces optional concurrency and requests-per-minute limits.
 //! - **Visibility**: [`Dispatcher::snapshot`] is serialisable.
 //!
-//! State lives behind [`PoolState`] (in memory: [`MemoryPoolState`]; a Redis backend can share it
-//! between replicas). All time is passed in as [`UnixMillis`] from a [`Clock`], so tests need no
-//! sleeping. The crate does no HTTP.
+//! All time is passed in as [`UnixMillis`] from a [`Clock`], so tests need no sleeping. The crate
+//! does no HTTP.
+//!
+//! # State backends
+//!
+//! Load, leases and health live behind [`PoolState`]; per-key counters behind [`KeyLimiter`].
+//!
+//! - [`MemoryPoolState`] and [`MemoryKeyLimiter`]: one process, one mutex each, no I/O.
+//! - `RedisPoolState` and `RedisKeyLimiter` (cargo feature **`redis`**, module `redis_backend`):
+//!   several gateway replicas share one Redis and behave as one pool. Selection and slot
+//!   acquisition run as one Lua script implementing the rules of [`select::select`] (one round
+//!   trip in the common case); leases are sorted-set members scored by expiry, so a crashed
+//!   replica's slots come back when their TTL runs out; outcomes apply
+//!   [`AccountHealth::apply`] in Rust and store the result with a versioned compare-and-set, so
+//!   cooldowns and counters are shared. Scripts use the `now` each replica passes in, never the
+//!   Redis clock: replicas need synchronised clocks (NTP). Keys share a configurable prefix
+//!   (default `imagegate:`).
+//! - [`FallbackPoolState`]: a shared backend with a local [`MemoryPoolState`] standing in while
+//!   it fails ([`FallbackPoolState::degraded`]), retried every few seconds. During an outage,
+//!   limits hold per replica and cooldowns are not shared; requests keep being served.
 //!
 //! ```
 //! use std::sync::Arc;

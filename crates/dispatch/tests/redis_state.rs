@@ -1,5 +1,6 @@
-//! `RedisPoolState` against a real Redis: the behaviour of the in-memory state, plus what sharing
-//! between replicas adds (atomic slots across connections, shared cooldowns, crashed holders).
+//! `RedisPoolState` against a real Redis: the behaviour of the in-memory state (limits, order,
+//! cooldowns, leases), plus script reloading, key layout and large groups. Several replicas:
+//! `redis_replicas.rs`.
 #![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -9,9 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use imagegate_dispatch::{
-    AccountId, AccountSpec, AccountStatus, Clock, CooldownKind, CooldownPolicy, DispatchRequest,
-    FallbackPoolState, GroupId, LimitScope, ManualClock, Outcome, PoolError, PoolState, RedisConfig,
-    RedisPoolState, SizeClass, StateError, Tier,
+    AccountSpec, AccountStatus, Clock, CooldownKind, DispatchRequest, GroupId, LimitScope, ManualClock,
+    Outcome, PoolError, SizeClass, Tier,
 };
 use redis_support::{START, TestPrefix, dispatcher, no_wait, sync_connection};
 
@@ -284,187 +284,6 @@ async fn keys_stay_under_the_prefix() {
         .collect();
     assert_eq!(keys, expected);
     drop(lease);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_replicas_never_grant_one_slot_twice() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    let prefix = TestPrefix::new();
-    let clock = clock();
-    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"])];
-    let config = imagegate_dispatch::DispatchConfig {
-        max_wait: Duration::from_secs(20),
-        poll_interval: Duration::from_millis(2),
-        ..imagegate_dispatch::DispatchConfig::default()
-    };
-    let replicas = [
-        dispatcher(prefix.state(), &clock, config.clone(), &specs),
-        dispatcher(prefix.state(), &clock, config, &specs),
-    ];
-    let holders = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
-    let grants = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for task in 0..20 {
-        let pool = Arc::clone(&replicas[task % 2]);
-        let (holders, most, grants) = (holders.clone(), most.clone(), grants.clone());
-        tasks.push(tokio::spawn(async move {
-            let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
-            let now_holding = holders.fetch_add(1, Ordering::SeqCst) + 1;
-            most.fetch_max(now_holding, Ordering::SeqCst);
-            grants.fetch_add(1, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(3)).await;
-            holders.fetch_sub(1, Ordering::SeqCst);
-            drop(lease);
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
-    assert_eq!(grants.load(Ordering::SeqCst), 20);
-    assert_eq!(
-        most.load(Ordering::SeqCst),
-        1,
-        "two requests held the only slot at once"
-    );
-}
-
-#[tokio::test]
-async fn a_rate_limit_seen_by_one_replica_cools_the_account_for_the_other() {
-    let prefix = TestPrefix::new();
-    let clock = clock();
-    let specs = [
-        AccountSpec::new("pro", Tier::Pro, &["g"]),
-        AccountSpec::new("plus", Tier::Plus, &["g"]),
-    ];
-    let first = dispatcher(prefix.state(), &clock, no_wait(), &specs);
-    let second = dispatcher(prefix.state(), &clock, no_wait(), &specs);
-    assert_eq!(
-        second
-            .acquire(&image(SizeClass::Standard))
-            .await
-            .unwrap()
-            .account()
-            .as_str(),
-        "pro"
-    );
-    let outcome = Outcome::RateLimited {
-        reset_at: None,
-        scope: LimitScope::All,
-    };
-    first.record_outcome(&"pro".into(), &outcome).await.unwrap();
-    let lease = second.acquire(&image(SizeClass::Standard)).await.unwrap();
-    assert_eq!(lease.account().as_str(), "plus");
-    let snapshot = second.snapshot().await.unwrap();
-    let pro = snapshot.accounts.iter().find(|a| a.id.as_str() == "pro").unwrap();
-    let backoff = CooldownPolicy::default().rate_limit_base;
-    assert_eq!(pro.cooldowns[0].until, START.plus(backoff));
-    assert_eq!(pro.failures, 1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_outcomes_from_two_replicas_all_count() {
-    let prefix = TestPrefix::new();
-    let states = [prefix.state(), prefix.state()];
-    let account = AccountId::new("busy");
-    let mut tasks = Vec::new();
-    for task in 0..40 {
-        let state = Arc::clone(&states[task % 2]);
-        let account = account.clone();
-        tasks.push(tokio::spawn(async move {
-            let outcome = if task % 4 == 0 {
-                Outcome::Transient {
-                    detail: "timeout".into(),
-                }
-            } else {
-                Outcome::Success
-            };
-            state.record_outcome(&account, &outcome, START).await.unwrap();
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
-    let snapshot = states[0].snapshot(START).await.unwrap();
-    let health = &snapshot[&account].health;
-    assert_eq!((health.successes, health.failures), (30, 10));
-}
-
-#[tokio::test]
-async fn a_crashed_replicas_lease_frees_after_its_ttl() {
-    let prefix = TestPrefix::new();
-    let clock = clock();
-    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"])];
-    let survivor = dispatcher(prefix.state(), &clock, no_wait(), &specs);
-    let ttl = survivor.config().lease_ttl;
-    {
-        let crashed = dispatcher(prefix.state(), &clock, no_wait(), &specs);
-        let lease = crashed.acquire(&image(SizeClass::Large)).await.unwrap();
-        // The replica dies: its lease is never released.
-        std::mem::forget(lease);
-    }
-    assert!(matches!(
-        survivor.acquire(&image(SizeClass::Large)).await,
-        Err(PoolError::AllBusy { .. })
-    ));
-    clock.advance(ttl - Duration::from_millis(1));
-    assert!(matches!(
-        survivor.acquire(&image(SizeClass::Large)).await,
-        Err(PoolError::AllBusy { .. })
-    ));
-    clock.advance(Duration::from_millis(1));
-    let lease = survivor.acquire(&image(SizeClass::Large)).await.unwrap();
-    assert_eq!(lease.account().as_str(), "solo");
-}
-
-#[tokio::test]
-async fn an_unreachable_redis_is_a_backend_error_and_the_fallback_takes_over() {
-    let config = RedisConfig {
-        connect_timeout: Duration::from_millis(300),
-        response_timeout: Duration::from_millis(300),
-        // Nothing listens on port 1.
-        ..RedisConfig::new("redis://127.0.0.1:1")
-    };
-    let state = Arc::new(RedisPoolState::new(&config, CooldownPolicy::default()).unwrap());
-    let err = state.ping().await.unwrap_err();
-    let StateError::Backend(message) = &err;
-    assert!(message.contains("redis: ping failed"), "{message}");
-    assert!(state.snapshot(START).await.is_err());
-    assert!(
-        state
-            .record_outcome(&"a".into(), &Outcome::Success, START)
-            .await
-            .is_err()
-    );
-
-    let fallback = Arc::new(FallbackPoolState::new(
-        state,
-        CooldownPolicy::default(),
-        Duration::from_secs(5),
-    ));
-    let clock = clock();
-    let pool = imagegate_dispatch::Dispatcher::new(fallback.clone(), clock.clone(), no_wait());
-    pool.replace_accounts([AccountSpec::new("a", Tier::Pro, &["g"])]);
-    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
-    assert!(fallback.degraded());
-    assert!(matches!(
-        pool.acquire(&image(SizeClass::Large)).await,
-        Err(PoolError::AllBusy { .. })
-    ));
-    drop(lease);
-    assert!(pool.acquire(&image(SizeClass::Large)).await.is_ok());
-}
-
-#[test]
-fn invalid_urls_are_rejected() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let _guard = runtime.enter();
-    let err = RedisPoolState::new(&RedisConfig::new("not a url"), CooldownPolicy::default()).unwrap_err();
-    assert!(err.to_string().contains("invalid Redis URL"), "{err}");
 }
 
 #[tokio::test]

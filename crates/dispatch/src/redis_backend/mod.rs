@@ -40,6 +40,31 @@
 //!
 //! Redis Cluster is not supported as such: scripts derive account keys from the prefix. With a
 //! hash tag in the prefix (e.g. `{imagegate}:`) every key lands in one slot.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use imagegate_dispatch::{
+//!     CooldownPolicy, DispatchConfig, Dispatcher, FallbackPoolState, KeyGate, RedisConfig,
+//!     RedisKeyLimiter, RedisPoolState, SystemClock,
+//! };
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = RedisConfig::new("redis://127.0.0.1:6379");
+//! let shared = Arc::new(RedisPoolState::new(&config, CooldownPolicy::default())?);
+//! shared.ping().await?; // optional: connections are made on first use
+//! let state = Arc::new(FallbackPoolState::new(shared, CooldownPolicy::default(), Duration::from_secs(5)));
+//! let pool = Dispatcher::new(state.clone(), Arc::new(SystemClock), DispatchConfig::default());
+//! let keys = KeyGate::new(Arc::new(RedisKeyLimiter::new(&config)?), Arc::new(SystemClock));
+//! # let _ = (pool, keys);
+//! if state.degraded() {
+//!     eprintln!("Redis unreachable, serving from local state: {:?}", state.last_error());
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 mod acquire;
 mod health;

@@ -22,7 +22,7 @@ pub(crate) fn number(value: &Value) -> Option<u64> {
             text.parse::<u64>().ok().or_else(|| {
                 let float = text.parse::<f64>().ok()?;
                 // Integral and in range: the conversion is exact for the values stored here.
-                let in_range = float.is_finite() && float >= 0.0 && float < 18_446_744_073_709_551_616.0;
+                let in_range = (0.0..18_446_744_073_709_551_616.0).contains(&float);
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 (in_range && float.fract() == 0.0).then_some(float as u64)
             })
