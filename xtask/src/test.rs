@@ -14,7 +14,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         )?;
     }
     // The end-to-end tests spawn the real binaries, which `nextest` does not build on its own.
-    status(Command::new("cargo").args(["build", "--workspace", "--bins"]).current_dir(&root))?;
+    status(
+        Command::new("cargo")
+            .args(["build", "--workspace", "--bins"])
+            .current_dir(&root),
+    )?;
     let mut nextest = Command::new("cargo");
     nextest
         .args(["nextest", "run", "--workspace", "--all-targets", "--no-fail-fast"])
