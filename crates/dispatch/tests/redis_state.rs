@@ -345,3 +345,25 @@ async fn large_groups_are_walked_band_by_band_across_script_calls() {
         lease.account()
     );
 }
+
+#[tokio::test]
+async fn a_cancelled_acquisition_does_not_lose_the_releases_it_carried() {
+    use futures::FutureExt;
+
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"])];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+    // Queued; on this single-threaded runtime the background task has not run yet.
+    drop(lease);
+    // The acquisition takes the queued release along, then is abandoned while Redis answers
+    // (a client that went away).
+    let abandoned = pool.acquire(&image(SizeClass::Standard)).now_or_never();
+    assert!(abandoned.is_none(), "the first poll waits for Redis");
+    let snapshot = pool.snapshot().await.unwrap();
+    assert_eq!(
+        snapshot.accounts[0].in_flight.large, 0,
+        "the release went back to the queue and reached Redis"
+    );
+}

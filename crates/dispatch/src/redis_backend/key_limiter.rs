@@ -100,7 +100,7 @@ impl KeyLimiter for RedisKeyLimiter {
         if limits.max_concurrency.is_none() && limits.requests_per_minute.is_none() {
             return Ok(KeyAdmission { token: None });
         }
-        let releases = self.releases.take();
+        let mut releases = self.releases.take_for_call();
         let mut invocation = KEY_ADMIT.prepare_invoke();
         invocation
             .key(self.keys.key_permits(key))
@@ -111,17 +111,13 @@ impl KeyLimiter for RedisKeyLimiter {
             .arg(limit_arg(limits.requests_per_minute))
             .arg(now.plus(self.permit_ttl).0)
             .arg(u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX));
-        push_args(&mut invocation, &releases);
+        push_args(&mut invocation, releases.releases());
         let mut connection = self.connection.clone();
-        let reply: Value = match invocation.invoke_async(&mut connection).await {
-            Ok(reply) => reply,
-            Err(e) => {
-                self.releases.give_back(releases);
-                return Err(KeyLimitError::Backend(format!(
-                    "redis: key admission failed: {e}"
-                )));
-            }
-        };
+        let reply: Value = invocation
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|e| KeyLimitError::Backend(format!("redis: key admission failed: {e}")))?;
+        releases.sent();
         let (tag, rest) = tagged(reply).ok_or_else(bad_reply)?;
         match (tag.as_str(), rest.as_slice(), limits) {
             ("ok", [token], _) => {

@@ -35,7 +35,9 @@
 //! naming the operation; nothing panics. Commands time out after
 //! [`RedisConfig::response_timeout`]. A lost release (Redis unreachable when it is sent) is
 //! retried by the background task and, failing that, recovered when the lease's TTL runs out; a
-//! replica that crashes holding leases loses them the same way. While Redis is down the server is
+//! replica that crashes holding leases loses them the same way. Releases carried by a call that
+//! fails or is cancelled go back to the queue; an acquisition cancelled after Redis granted it
+//! (its reply never read) holds its slot until the TTL. While Redis is down the server is
 //! expected to keep serving from local state: [`crate::FallbackPoolState`] does that.
 //!
 //! Redis Cluster is not supported as such: scripts derive account keys from the prefix. With a

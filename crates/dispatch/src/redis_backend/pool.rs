@@ -105,21 +105,14 @@ fn bad_reply(operation: &str) -> StateError {
 impl PoolState for RedisPoolState {
     async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
         let picked = eligible_candidates(request);
-        let mut releases = self.releases.take();
+        let mut releases = self.releases.take_for_call();
         let mut connection = self.connection.clone();
         let mut verdict = Verdict::default();
         for chunk in chunks(&picked) {
-            let answer = run_chunk(&mut connection, self.keys.prefix(), request, chunk, &releases).await;
-            let answer = match answer {
-                Ok(answer) => answer,
-                Err(error) => {
-                    // Maybe not applied: send them again (removing a member twice is harmless).
-                    self.releases.give_back(releases);
-                    return Err(error);
-                }
-            };
+            let prefix = self.keys.prefix();
+            let answer = run_chunk(&mut connection, prefix, request, chunk, releases.releases()).await?;
             // Sent with the first chunk.
-            releases.clear();
+            releases.sent();
             match answer {
                 ChunkAnswer::Granted { index, lease } => {
                     let account = request
@@ -141,8 +134,7 @@ impl PoolState for RedisPoolState {
                 ChunkAnswer::None { busy, earliest_reset } => verdict.add(busy, earliest_reset),
             }
         }
-        // Nothing was sent (no candidate): the background task takes the releases.
-        self.releases.give_back(releases);
+        // With no candidate nothing was sent: the releases go back to the background task.
         Ok(verdict.into_acquire())
     }
 
@@ -216,18 +208,16 @@ impl PoolState for RedisPoolState {
     }
 
     async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
-        let releases = self.releases.take();
+        let mut releases = self.releases.take_for_call();
         let mut invocation = SNAPSHOT.prepare_invoke();
         invocation.arg(self.keys.prefix()).arg(now.0);
-        push_args(&mut invocation, &releases);
+        push_args(&mut invocation, releases.releases());
         let mut connection = self.connection.clone();
-        let items: Vec<Value> = match invocation.invoke_async(&mut connection).await {
-            Ok(items) => items,
-            Err(e) => {
-                self.releases.give_back(releases);
-                return Err(backend("snapshot", &e));
-            }
-        };
+        let items: Vec<Value> = invocation
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|e| backend("snapshot", &e))?;
+        releases.sent();
         let mut snapshot = StateSnapshot::with_capacity(items.len() / 4);
         for row in items.chunks(4) {
             let [id, large, standard, raw] = row else {

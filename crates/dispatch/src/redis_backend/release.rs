@@ -64,6 +64,16 @@ impl ReleaseQueue {
         std::mem::take(&mut *self.lock())
     }
 
+    /// Takes every queued release for a script call; unless [`TakenReleases::sent`] confirms they
+    /// reached Redis, they go back to the queue when the batch is dropped (also when the call's
+    /// future is cancelled half-way).
+    pub(crate) fn take_for_call(self: &Arc<Self>) -> TakenReleases {
+        TakenReleases {
+            queue: Arc::clone(self),
+            releases: self.take(),
+        }
+    }
+
     /// Puts back releases that could not be sent, ahead of newer ones, within the bound.
     pub(crate) fn give_back(&self, mut releases: Vec<Release>) {
         if releases.is_empty() {
@@ -87,6 +97,32 @@ impl ReleaseQueue {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
+    }
+}
+
+/// Releases taken along with a script call.
+#[derive(Debug)]
+pub(crate) struct TakenReleases {
+    queue: Arc<ReleaseQueue>,
+    releases: Vec<Release>,
+}
+
+impl TakenReleases {
+    /// The releases to send.
+    pub(crate) fn releases(&self) -> &[Release] {
+        &self.releases
+    }
+
+    /// The script ran: the releases are applied.
+    pub(crate) fn sent(&mut self) {
+        self.releases.clear();
+    }
+}
+
+impl Drop for TakenReleases {
+    fn drop(&mut self) {
+        // Maybe applied already: removing a member twice is harmless.
+        self.queue.give_back(std::mem::take(&mut self.releases));
     }
 }
 
@@ -142,6 +178,22 @@ mod tests {
             set: "s".to_owned(),
             member,
         }
+    }
+
+    #[test]
+    fn releases_taken_for_a_call_come_back_unless_sent() {
+        let queue = Arc::new(ReleaseQueue::default());
+        queue.push(release(1));
+        let taken = queue.take_for_call();
+        assert_eq!(taken.releases(), &[release(1)]);
+        assert_eq!(queue.len(), 0);
+        drop(taken);
+        assert_eq!(queue.take(), vec![release(1)], "an unsent batch is queued again");
+        queue.push(release(2));
+        let mut taken = queue.take_for_call();
+        taken.sent();
+        drop(taken);
+        assert_eq!(queue.len(), 0);
     }
 
     #[test]
