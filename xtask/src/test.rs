@@ -2,6 +2,10 @@
 
 use std::process::Command;
 
+/// Optional features whose code the tests must cover too (the Redis pool state talks to the
+/// local Redis the setup script starts).
+pub const FEATURES: &str = "imagegate-dispatch/redis";
+
 pub fn run(args: &[String]) -> Result<(), String> {
     let root = crate::workspace_root();
     let setup = !args.iter().any(|a| a == "--no-setup");
@@ -21,7 +25,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     )?;
     let mut nextest = Command::new("cargo");
     nextest
-        .args(["nextest", "run", "--workspace", "--all-targets", "--no-fail-fast"])
+        .args(["nextest", "run", "--workspace", "--all-targets", "--no-fail-fast", "--features", FEATURES])
         .args(passthrough)
         .current_dir(&root);
     status(&mut nextest)?;
