@@ -25,7 +25,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     )?;
     let mut nextest = Command::new("cargo");
     nextest
-        .args(["nextest", "run", "--workspace", "--all-targets", "--no-fail-fast", "--features", FEATURES])
+        .args([
+            "nextest",
+            "run",
+            "--workspace",
+            "--all-targets",
+            "--no-fail-fast",
+            "--features",
+            FEATURES,
+        ])
         .args(passthrough)
         .current_dir(&root);
     status(&mut nextest)?;
