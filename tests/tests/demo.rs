@@ -23,7 +23,7 @@ async fn demo_prints_a_key_that_generates_images() {
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let (mut key, mut base) = (None, None);
+        let (mut key, mut base, mut sent) = (None, None, false);
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             let line = line.trim().to_owned();
             if let Some(rest) = line.strip_prefix("API key") {
@@ -31,9 +31,10 @@ async fn demo_prints_a_key_that_generates_images() {
             } else if let Some(rest) = line.strip_prefix("Base URL") {
                 base = Some(rest.trim().to_owned());
             }
-            if let (Some(k), Some(b)) = (&key, &base) {
+            // Keep reading to the end: closing the pipe early is not what a terminal does.
+            if !sent && let (Some(k), Some(b)) = (&key, &base) {
                 let _ = tx.send((k.clone(), b.clone()));
-                break;
+                sent = true;
             }
         }
     });

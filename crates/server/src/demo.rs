@@ -99,7 +99,7 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret
 fn print_banner(addr: SocketAddr, key: &str, password: &str) {
     let base = format!("http://{addr}/v1");
     let console = format!("http://{addr}/login");
-    println!(
+    crate::serve::announce(&format!(
         r#"
 imagegate demo: every image comes from the built-in simulator (it says SIMULATED on it).
 
@@ -124,5 +124,5 @@ or with the official Python SDK (pip install openai):
 
 Usage records: imagegate usage list
 "#
-    );
+    ));
 }

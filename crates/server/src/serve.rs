@@ -104,7 +104,7 @@ pub async fn run(
             source,
         })?;
     let local = listener.local_addr()?;
-    println!("imagegate listening on http://{local}");
+    announce(&format!("imagegate listening on http://{local}"));
     tracing::info!(%local, "listening");
     if let Err(err) = crate::control::write(&config.data_dir, local, &state.internal_token) {
         tracing::warn!(error = %err, "could not write the control file; `accounts list` will not show live state");
@@ -184,4 +184,13 @@ async fn signal() {
         () = ctrl_c => {}
         () = term => {}
     }
+}
+
+/// Writes a line to stdout for whoever started the gateway. A closed stdout (the reader went away)
+/// must not take the gateway down, so write errors are ignored rather than panicking like `println!`.
+pub fn announce(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
 }
