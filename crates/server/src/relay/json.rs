@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use crate::relay::held::Held;
-use crate::relay::stream::ResponsesUsage;
+use crate::relay::stream::{OutputItem, ResponsesUsage};
 use crate::usage::UsageRecorder;
 
 /// An images response body.
@@ -59,13 +59,4 @@ struct ResponseHead {
     usage: Option<ResponsesUsage>,
     #[serde(default)]
     output: Vec<OutputItem>,
-}
-
-#[derive(serde::Deserialize)]
-struct OutputItem {
-    #[serde(rename = "type", default)]
-    kind: String,
-    size: Option<String>,
-    quality: Option<String>,
-    output_format: Option<String>,
 }

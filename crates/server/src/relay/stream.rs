@@ -200,13 +200,14 @@ struct ResponseTail {
     usage: Option<ResponsesUsage>,
 }
 
+/// What the gateway reads of a Responses output item: its type and, for image calls, what was made.
 #[derive(Deserialize)]
-struct OutputItem {
+pub struct OutputItem {
     #[serde(rename = "type", default)]
-    kind: String,
-    size: Option<String>,
-    quality: Option<String>,
-    output_format: Option<String>,
+    pub kind: String,
+    pub size: Option<String>,
+    pub quality: Option<String>,
+    pub output_format: Option<String>,
 }
 
 /// The main model's usage as the Responses API reports it.
