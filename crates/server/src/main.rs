@@ -13,9 +13,11 @@ mod credentials;
 mod demo;
 mod fallback;
 mod http;
+mod metrics;
 mod relay;
 mod serve;
 mod state;
+mod telemetry;
 mod usage;
 
 use std::process::ExitCode;
@@ -27,7 +29,7 @@ use crate::config::Config;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    let _telemetry = telemetry::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return fail(&format!("cannot start the runtime: {err}")),
@@ -67,17 +69,6 @@ async fn run(cli: Cli) -> Result<(), String> {
             result.map_err(|e| e.to_string())
         }
     }
-}
-
-/// Logs go to stderr (stdout is for command output); `RUST_LOG` or `IMAGEGATE_LOG` filter them.
-fn init_tracing() {
-    let filter = std::env::var("IMAGEGATE_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "info".to_owned());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 fn fail(message: &str) -> ExitCode {

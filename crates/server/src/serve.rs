@@ -84,7 +84,17 @@ pub async fn run(
     let upstream = imagegate_upstream::HttpUpstream::new(upstream_config)
         .map_err(|e| ServeError::Upstream(e.to_string()))?
         .with_credential_store(Arc::new(StoreCredentials::new(store.clone())));
+    let metrics = crate::metrics::Metrics::new(
+        config
+            .models
+            .accepted
+            .iter()
+            .chain(config.models.aliases.keys())
+            .chain(&config.models.agent_models)
+            .cloned(),
+    );
     let state = Arc::new(AppState {
+        metrics: Arc::new(metrics),
         catalog: config.catalog(),
         keys: KeyCache::new(store.clone(), KEY_CACHE_TTL),
         store: store.clone(),

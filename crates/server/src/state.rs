@@ -21,6 +21,7 @@ pub struct AppState {
     pub upstream: Arc<dyn Upstream>,
     pub accounts: AccountDirectory,
     pub usage: UsageSink,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// Token of the `/internal/*` endpoints (see `crate::control`).
     pub internal_token: String,
 }

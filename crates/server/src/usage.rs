@@ -1,9 +1,12 @@
 //! One usage record per request, success or failure, written even when the client went away.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use imagegate_domain::{ImageParams, Usage};
+use imagegate_domain::{ImageParams, ImageSize, SizeClass, Usage};
 use imagegate_store::{AuthContext, Timestamp, TokenCounts, UsageRecord, UsageSink};
+
+use crate::metrics::{InFlight, Metrics, RequestObservation};
 
 /// A usage record being filled in while the request runs. Dropping it unfinished records the
 /// request as abandoned by the client (status 499), so no request goes unrecorded.
@@ -12,13 +15,26 @@ pub struct UsageRecorder {
     record: Option<UsageRecord>,
     started: Instant,
     sink: UsageSink,
+    metrics: Arc<Metrics>,
+    _in_flight: InFlight,
+    size_class: Option<SizeClass>,
+    /// Time spent in finished upstream calls.
+    upstream: Duration,
+    /// When the upstream call whose answer is being relayed began (its end is not known yet).
+    upstream_open: Option<Instant>,
 }
 
 /// Status recorded for a request whose client went away before the end.
 pub const CLIENT_CLOSED: u16 = 499;
 
 impl UsageRecorder {
-    pub fn start(sink: UsageSink, request_id: &str, endpoint: &str, caller: &AuthContext) -> Self {
+    pub fn start(
+        sink: UsageSink,
+        metrics: Arc<Metrics>,
+        request_id: &str,
+        endpoint: &str,
+        caller: &AuthContext,
+    ) -> Self {
         let record = UsageRecord {
             request_id: request_id.to_owned(),
             created_at: Timestamp::now(),
@@ -46,7 +62,12 @@ impl UsageRecorder {
         Self {
             record: Some(record),
             started: Instant::now(),
+            _in_flight: metrics.request_started(),
             sink,
+            metrics,
+            size_class: None,
+            upstream: Duration::ZERO,
+            upstream_open: None,
         }
     }
 
@@ -63,6 +84,7 @@ impl UsageRecorder {
 
     /// What a validated images request asked for.
     pub fn params(&mut self, params: &ImageParams) {
+        self.size_class = Some(params.size_class());
         self.with(|r| {
             r.model = params.model.requested().to_owned();
             r.size_requested = Some(params.size.to_string());
@@ -75,6 +97,7 @@ impl UsageRecorder {
 
     /// The tool parameters of a Responses request.
     pub fn tool(&mut self, size: &str, quality: &str, output_format: &str, stream: bool) {
+        self.size_class = size.parse::<ImageSize>().ok().map(|s| s.size_class());
         self.with(|r| {
             r.size_requested = Some(size.to_owned());
             r.quality_requested = Some(quality.to_owned());
@@ -96,6 +119,23 @@ impl UsageRecorder {
                 None => note,
             });
         });
+    }
+
+    /// Adds the time of finished upstream calls (failed attempts included).
+    pub fn upstream_time(&mut self, spent: Duration) {
+        self.upstream = self.upstream.saturating_add(spent);
+    }
+
+    /// The upstream call whose answer is relayed began `spent` ago and is still sending (a stream).
+    pub fn upstream_open(&mut self, spent: Duration) {
+        self.upstream_open = Instant::now().checked_sub(spent);
+    }
+
+    /// The upstream's answer has ended (its last event or byte arrived).
+    pub fn upstream_closed(&mut self) {
+        if let Some(since) = self.upstream_open.take() {
+            self.upstream = self.upstream.saturating_add(since.elapsed());
+        }
     }
 
     /// The first byte of the answer is leaving now.
@@ -146,8 +186,18 @@ impl UsageRecorder {
     }
 
     fn submit(&mut self) {
-        let latency = elapsed_ms(self.started);
+        let elapsed = self.started.elapsed();
+        let latency = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        self.upstream_closed();
         if let Some(mut record) = self.record.take() {
+            self.metrics.observe(&RequestObservation {
+                endpoint: &record.endpoint,
+                status: record.status,
+                model: &record.model,
+                size_class: self.size_class,
+                total: elapsed,
+                upstream: self.upstream.min(elapsed),
+            });
             record.latency_ms = latency;
             if let Err(err) = self.sink.record(record) {
                 tracing::error!(error = %err, "usage record could not be queued");

@@ -29,6 +29,7 @@ pub async fn generations(
 ) -> Response {
     let mut usage = UsageRecorder::start(
         app.usage.clone(),
+        app.metrics.clone(),
         &request_id.0,
         "/v1/images/generations",
         &caller,
@@ -65,7 +66,13 @@ pub async fn edits(
     Caller(caller): Caller,
     request: Request,
 ) -> Response {
-    let mut usage = UsageRecorder::start(app.usage.clone(), &request_id.0, "/v1/images/edits", &caller);
+    let mut usage = UsageRecorder::start(
+        app.usage.clone(),
+        app.metrics.clone(),
+        &request_id.0,
+        "/v1/images/edits",
+        &caller,
+    );
     let headers = request.headers().clone();
     let content_type = headers
         .get(CONTENT_TYPE)

@@ -46,6 +46,26 @@ pub async fn readyz(State(app): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// `GET /metrics`: Prometheus / OpenMetrics text.
+pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
+    let pool = match app.dispatcher.snapshot().await {
+        Ok(pool) => Some(pool),
+        Err(err) => {
+            tracing::warn!(error = %err, "metrics: pool state unavailable");
+            None
+        }
+    };
+    let text = crate::metrics::render(&app.metrics, pool.as_ref(), &app.usage.stats());
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
 pub async fn not_found(method: Method, uri: Uri) -> Response {
     HttpError::new(ApiError::route_not_found(method.as_str(), uri.path())).into_response()
 }

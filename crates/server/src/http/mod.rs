@@ -44,6 +44,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .nest("/v1", v1)
         .route("/healthz", get(misc::healthz))
         .route("/readyz", get(misc::readyz))
+        .route("/metrics", get(misc::metrics))
         .route("/internal/pool", get(internal::pool))
         .with_state(state)
         .merge(imagegate_console::router(console))

@@ -28,7 +28,13 @@ pub async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let mut usage = UsageRecorder::start(app.usage.clone(), &request_id.0, "/v1/responses", &caller);
+    let mut usage = UsageRecorder::start(
+        app.usage.clone(),
+        app.metrics.clone(),
+        &request_id.0,
+        "/v1/responses",
+        &caller,
+    );
     let body = match body {
         Ok(body) => body,
         Err(rejection) => return fail(usage, crate::http::images::body_error(&rejection)),

@@ -77,7 +77,7 @@ pub async fn serve_images(
     if fallback_enabled {
         for step in fallback::ladder(params) {
             match &result {
-                Err(failure) if worth_a_fallback(failure) => {}
+                Err(failure) if worth_a_fallback(failure) => usage.upstream_time(failure.upstream_time),
                 _ => break,
             }
             tracing::info!(change = %step.change, "trying the fallback ladder");
@@ -162,6 +162,7 @@ async fn relay_call(
 
 fn fail_relay(mut usage: UsageRecorder, failure: RelayFailure) -> Response {
     usage.account(failure.account_id);
+    usage.upstream_time(failure.upstream_time);
     if failure.switches > 0 {
         usage.note(format!("failed over {} time(s)", failure.switches));
     }
@@ -178,6 +179,13 @@ fn respond(
     usage.account(relayed.account_id);
     if relayed.switches > 0 {
         usage.note(format!("failed over {} time(s)", relayed.switches));
+    }
+    usage.upstream_time(relayed.failed_upstream_time);
+    match &relayed.reply {
+        // The body was read whole: the upstream's part is over.
+        Reply::Json { .. } => usage.upstream_time(relayed.call_time),
+        // Events keep coming from the upstream until the stream ends.
+        Reply::Events(_) => usage.upstream_open(relayed.call_time),
     }
     let held = Held {
         lease: relayed.lease,

@@ -40,6 +40,10 @@ pub struct Relayed {
     pub lease: Lease,
     pub account_id: Option<i64>,
     pub switches: u32,
+    /// Time spent in the failed attempts before this reply.
+    pub failed_upstream_time: Duration,
+    /// How long the successful call took until it returned its reply.
+    pub call_time: Duration,
 }
 
 /// Why relaying failed, and which account was tried last.
@@ -48,6 +52,8 @@ pub struct RelayFailure {
     pub error: HttpError,
     pub account_id: Option<i64>,
     pub switches: u32,
+    /// Time spent in upstream calls, every attempt included.
+    pub upstream_time: Duration,
 }
 
 /// Runs the failover loop for one request.
@@ -57,6 +63,7 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
     let mut switches = 0u32;
     let mut transient_retries = 0u32;
     let mut last: Option<(Failure, Option<i64>)> = None;
+    let mut upstream_time = Duration::ZERO;
     loop {
         let dispatch = DispatchRequest {
             group: request.group.clone(),
@@ -66,7 +73,7 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
         };
         let lease = match app.dispatcher.acquire(&dispatch).await {
             Ok(lease) => lease,
-            Err(err) => return Err(pool_failure(err, last, switches)),
+            Err(err) => return Err(pool_failure(err, last, switches, upstream_time)),
         };
         let account = lease.account().clone();
         let account_id = account.as_str().parse::<i64>().ok();
@@ -74,7 +81,10 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
             tried.push(account);
             continue;
         };
-        match app.upstream.call(&target, request.call, request.deadline).await {
+        let call_started = std::time::Instant::now();
+        let answer = app.upstream.call(&target, request.call, request.deadline).await;
+        let call_time = call_started.elapsed();
+        match answer {
             Ok(reply) => {
                 record(app, &account, &imagegate_dispatch::Outcome::Success).await;
                 return Ok(Relayed {
@@ -82,9 +92,12 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
                     lease,
                     account_id,
                     switches,
+                    failed_upstream_time: upstream_time,
+                    call_time,
                 });
             }
             Err(failure) => {
+                upstream_time += call_time;
                 record(app, &account, &outcome_of(&failure)).await;
                 drop(lease);
                 tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,
@@ -98,6 +111,7 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
                         error: failure_error(&failure),
                         account_id,
                         switches,
+                        upstream_time,
                     });
                 }
                 if transient {
@@ -174,7 +188,12 @@ pub fn failure_error(failure: &Failure) -> HttpError {
     }
 }
 
-fn pool_failure(err: PoolError, last: Option<(Failure, Option<i64>)>, switches: u32) -> RelayFailure {
+fn pool_failure(
+    err: PoolError,
+    last: Option<(Failure, Option<i64>)>,
+    switches: u32,
+    upstream_time: Duration,
+) -> RelayFailure {
     let account_id = last.as_ref().and_then(|(_, id)| *id);
     let error = match err {
         PoolError::AllCoolingDown { retry_after, .. } => HttpError::new(ApiError::new(
@@ -205,6 +224,7 @@ fn pool_failure(err: PoolError, last: Option<(Failure, Option<i64>)>, switches: 
         error,
         account_id,
         switches,
+        upstream_time,
     }
 }
 

@@ -66,6 +66,9 @@ pub fn relay_events(
             }
             Some(Err(failure)) => {
                 relay.done = true;
+                if let Some(usage) = relay.usage.as_mut() {
+                    usage.upstream_closed();
+                }
                 if let Some(held) = &relay.held {
                     held.record(&crate::relay::outcome_of(&failure)).await;
                 }
@@ -74,6 +77,9 @@ pub fn relay_events(
                 Some((Ok(frame), relay))
             }
             None => {
+                if let Some(usage) = relay.usage.as_mut() {
+                    usage.upstream_closed();
+                }
                 relay.finish(None);
                 None
             }

@@ -1,0 +1,204 @@
+//! Prometheus metrics of the gateway, served at `GET /metrics` (OpenMetrics text).
+//!
+//! Per request (observed once, when its usage record is finished, so every request counts exactly
+//! once whatever path it ends on):
+//!
+//! | metric | labels | what |
+//! |---|---|---|
+//! | `imagegate_requests_total` | endpoint, status, model, size_class | requests answered |
+//! | `imagegate_request_duration_seconds` | endpoint, size_class | arrival to last byte |
+//! | `imagegate_upstream_duration_seconds` | endpoint, size_class | time spent waiting on upstream calls (every attempt, up to the upstream's last byte) |
+//! | `imagegate_gateway_overhead_seconds` | endpoint | the request's duration minus its upstream time |
+//! | `imagegate_requests_in_flight` | – | requests being served |
+//!
+//! Read at scrape time: `imagegate_account_in_flight{account,size_class}`,
+//! `imagegate_account_limit{account,size_class}`, `imagegate_account_cooldown_seconds{account,scope}`
+//! (seconds left), `imagegate_account_usable{account}`, the usage writer's
+//! `imagegate_usage_queue_depth` and its written / rejected counts.
+//!
+//! Label values are bounded: `model` is an accepted model id or `other`, never what a client typed.
+
+mod scrape;
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+pub use scrape::render;
+
+/// Labels of the request counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: &'static str,
+    status: u16,
+    model: String,
+    size_class: &'static str,
+}
+
+/// Labels of the latency histograms.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LatencyLabels {
+    endpoint: &'static str,
+    size_class: &'static str,
+}
+
+/// Labels of the overhead histogram.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// What one finished request reports.
+#[derive(Debug, Clone)]
+pub struct RequestObservation<'a> {
+    pub endpoint: &'a str,
+    pub status: u16,
+    pub model: &'a str,
+    pub size_class: Option<imagegate_domain::SizeClass>,
+    pub total: Duration,
+    pub upstream: Duration,
+}
+
+/// The gateway's metrics: per-request families updated as requests end, and the registry that
+/// scrapes encode.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    duration: HistogramFamily<LatencyLabels>,
+    upstream: HistogramFamily<LatencyLabels>,
+    overhead: HistogramFamily<EndpointLabels>,
+    in_flight: Gauge<i64, AtomicI64>,
+    known_models: HashSet<String>,
+    scrape: scrape::ScrapeGauges,
+}
+
+/// Seconds, from 1 ms to about 10 minutes (image requests take up to 300 s).
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 20))
+}
+
+/// Seconds, from 20 µs to about 1.3 s: what the gateway adds is small.
+fn overhead_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_02, 2.0, 17))
+}
+
+impl Metrics {
+    /// Metrics whose `model` label keeps the ids in `known_models` (others count as `other`).
+    pub fn new(known_models: impl IntoIterator<Item = String>) -> Self {
+        let mut registry = Registry::with_prefix("imagegate");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register("requests", "Requests answered", requests.clone());
+        let duration = HistogramFamily::<LatencyLabels>::new_with_constructor(duration_histogram);
+        registry.register(
+            "request_duration_seconds",
+            "Time from a request's arrival to its last byte",
+            duration.clone(),
+        );
+        let upstream = HistogramFamily::<LatencyLabels>::new_with_constructor(duration_histogram);
+        registry.register(
+            "upstream_duration_seconds",
+            "Time a request spent waiting on upstream calls, every attempt included",
+            upstream.clone(),
+        );
+        let overhead = HistogramFamily::<EndpointLabels>::new_with_constructor(overhead_histogram);
+        registry.register(
+            "gateway_overhead_seconds",
+            "Request duration minus upstream time: what the gateway itself added",
+            overhead.clone(),
+        );
+        let in_flight = Gauge::<i64, AtomicI64>::default();
+        registry.register("requests_in_flight", "Requests being served", in_flight.clone());
+        let scrape = scrape::ScrapeGauges::register(&mut registry);
+        Self {
+            registry,
+            requests,
+            duration,
+            upstream,
+            overhead,
+            in_flight,
+            known_models: known_models.into_iter().collect(),
+            scrape,
+        }
+    }
+
+    /// Counts a request as started; the returned guard counts it as ended when dropped.
+    pub fn request_started(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
+    /// Records a finished request.
+    pub fn observe(&self, request: &RequestObservation<'_>) {
+        let endpoint = endpoint_label(request.endpoint);
+        let size_class = class_label(request.size_class);
+        let model = if self.known_models.contains(request.model) {
+            request.model.to_owned()
+        } else if request.model.is_empty() {
+            "none".to_owned()
+        } else {
+            "other".to_owned()
+        };
+        self.requests
+            .get_or_create(&RequestLabels {
+                endpoint,
+                status: request.status,
+                model,
+                size_class,
+            })
+            .inc();
+        let latency = LatencyLabels { endpoint, size_class };
+        self.duration
+            .get_or_create(&latency)
+            .observe(request.total.as_secs_f64());
+        if !request.upstream.is_zero() {
+            self.upstream
+                .get_or_create(&latency)
+                .observe(request.upstream.as_secs_f64());
+        }
+        let overhead = request.total.saturating_sub(request.upstream);
+        self.overhead
+            .get_or_create(&EndpointLabels { endpoint })
+            .observe(overhead.as_secs_f64());
+    }
+}
+
+/// A request being served; dropping it lowers the in-flight gauge.
+#[derive(Debug)]
+pub struct InFlight(Gauge<i64, AtomicI64>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The endpoint as a bounded label value.
+fn endpoint_label(endpoint: &str) -> &'static str {
+    match endpoint {
+        "/v1/images/generations" => "/v1/images/generations",
+        "/v1/images/edits" => "/v1/images/edits",
+        "/v1/responses" => "/v1/responses",
+        _ => "other",
+    }
+}
+
+fn class_label(class: Option<imagegate_domain::SizeClass>) -> &'static str {
+    match class {
+        Some(imagegate_domain::SizeClass::Large) => "large",
+        Some(imagegate_domain::SizeClass::Standard) => "standard",
+        None => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+use std::time::Duration;
+
+use imagegate_dispatch::{AccountSnapshot, AccountSpec, PoolSnapshot, Tier, UnixMillis};
+use imagegate_domain::SizeClass;
+use imagegate_store::WriterStats;
+
+use super::*;
+
+fn metrics() -> Metrics {
+    Metrics::new(["gpt-image-2".to_owned(), "gpt-5".to_owned()])
+}
+
+fn observation(model: &str, status: u16, total_ms: u64, upstream_ms: u64) -> RequestObservation<'_> {
+    RequestObservation {
+        endpoint: "/v1/images/generations",
+        status,
+        model,
+        size_class: Some(SizeClass::Large),
+        total: Duration::from_millis(total_ms),
+        upstream: Duration::from_millis(upstream_ms),
+    }
+}
+
+fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in\n{text}"))
+}
+
+#[test]
+fn requests_are_counted_by_endpoint_status_model_and_class() {
+    let m = metrics();
+    m.observe(&observation("gpt-image-2", 200, 1200, 1199));
+    m.observe(&observation("gpt-image-2", 200, 900, 899));
+    m.observe(&observation("gpt-image-2", 429, 3, 0));
+    let text = render(&m, None, &WriterStats::default());
+    assert_eq!(
+        line(
+            &text,
+            "imagegate_requests_total{endpoint=\"/v1/images/generations\",status=\"200\",model=\"gpt-image-2\",size_class=\"large\"}"
+        )
+        .rsplit(' ')
+        .next(),
+        Some("2")
+    );
+    assert!(
+        text.contains("status=\"429\",model=\"gpt-image-2\",size_class=\"large\"} 1"),
+        "{text}"
+    );
+    assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with EOF");
+}
+
+#[test]
+fn model_labels_stay_bounded() {
+    let m = metrics();
+    m.observe(&observation("some-random-client-text", 400, 1, 0));
+    m.observe(&observation("", 401, 1, 0));
+    let text = render(&m, None, &WriterStats::default());
+    assert!(!text.contains("some-random-client-text"), "{text}");
+    assert!(text.contains("model=\"other\""), "{text}");
+    assert!(text.contains("model=\"none\""), "{text}");
+}
+
+#[test]
+fn overhead_is_the_duration_minus_upstream_time() {
+    let m = metrics();
+    // 2 s total of which 1.9995 s upstream: 0.5 ms overhead, inside the 0.64 ms bucket, not the 0.32 ms one.
+    m.observe(&RequestObservation {
+        total: Duration::from_micros(2_000_000),
+        upstream: Duration::from_micros(1_999_500),
+        ..observation("gpt-image-2", 200, 0, 0)
+    });
+    let text = render(&m, None, &WriterStats::default());
+    let bucket = |le: &str| {
+        line(
+            &text,
+            &format!(
+                "imagegate_gateway_overhead_seconds_bucket{{le=\"{le}\",endpoint=\"/v1/images/generations\"}}"
+            ),
+        )
+        .rsplit(' ')
+        .next()
+        .map(str::to_owned)
+    };
+    assert_eq!(bucket("0.00032").as_deref(), Some("0"), "{text}");
+    assert_eq!(bucket("0.00064").as_deref(), Some("1"), "{text}");
+    let sum = line(&text, "imagegate_gateway_overhead_seconds_sum");
+    let value: f64 = sum.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((value - 0.0005).abs() < 1e-9, "{sum}");
+    assert!(text.contains("imagegate_upstream_duration_seconds_count{endpoint=\"/v1/images/generations\",size_class=\"large\"} 1"), "{text}");
+}
+
+#[test]
+fn in_flight_follows_the_guards() {
+    let m = metrics();
+    let a = m.request_started();
+    let b = m.request_started();
+    assert!(render(&m, None, &WriterStats::default()).contains("imagegate_requests_in_flight 2"));
+    drop(a);
+    assert!(render(&m, None, &WriterStats::default()).contains("imagegate_requests_in_flight 1"));
+    drop(b);
+    assert!(render(&m, None, &WriterStats::default()).contains("imagegate_requests_in_flight 0"));
+}
+
+#[test]
+fn scrapes_show_the_pool_and_the_usage_queue() {
+    let m = metrics();
+    let now = UnixMillis(1_700_000_000_000);
+    let spec = AccountSpec::new("7", Tier::Pro, &["g"]);
+    let mut account = AccountSnapshot::new(&spec, None, now);
+    account.in_flight.large = 1;
+    account.in_flight.standard = 3;
+    account.cooldowns.push(imagegate_dispatch::CooldownView {
+        scope: imagegate_dispatch::LimitScope::ImagesOnly,
+        until: now.plus(Duration::from_secs(90)),
+        kind: imagegate_dispatch::CooldownKind::RateLimited,
+        reason: "429".into(),
+    });
+    let pool = PoolSnapshot {
+        at: now,
+        accounts: vec![account],
+    };
+    let writer = WriterStats {
+        pending: 12,
+        written: 40,
+        ..WriterStats::default()
+    };
+    let text = render(&m, Some(&pool), &writer);
+    assert!(
+        text.contains("imagegate_account_in_flight{account=\"7\",size_class=\"large\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imagegate_account_in_flight{account=\"7\",size_class=\"standard\"} 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imagegate_account_limit{account=\"7\",size_class=\"large\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imagegate_account_cooldown_seconds{account=\"7\",scope=\"images\"} 90"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imagegate_account_cooldown_seconds{account=\"7\",scope=\"all\"} 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imagegate_account_usable{account=\"7\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("imagegate_usage_queue_depth 12"), "{text}");
+    assert!(text.contains("imagegate_usage_records_written 40"), "{text}");
+
+    // An account removed from the pool disappears from the next scrape.
+    let empty = PoolSnapshot {
+        at: now,
+        accounts: Vec::new(),
+    };
+    let text = render(&m, Some(&empty), &writer);
+    assert!(!text.contains("account=\"7\""), "{text}");
+}

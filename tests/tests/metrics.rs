@@ -1,0 +1,97 @@
+//! End to end: `/metrics` of the real gateway counts requests and shows the pool.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{credential, setup};
+use serde_json::json;
+
+async fn scrape(s: &common::Setup) -> String {
+    let response = s
+        .client
+        .get(format!("{}/metrics", s.gateway.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    response.text().await.unwrap()
+}
+
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .unwrap_or_else(|| panic!("no series {series} in\n{text}"))
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn metrics_count_requests_and_show_cooldowns() {
+    let s = setup();
+    for _ in 0..2 {
+        let ok = s
+            .post_json(
+                "/images/generations",
+                json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1024x1024", "quality": "low"}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ok.status(), 200);
+        ok.bytes().await.unwrap();
+    }
+    let bad = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "17x17"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+
+    let text = scrape(&s).await;
+    let ok_series = "imagegate_requests_total{endpoint=\"/v1/images/generations\",status=\"200\",model=\"gpt-image-2\",size_class=\"standard\"}";
+    assert_eq!(value(&text, ok_series), 2.0, "{text}");
+    let bad_series = "imagegate_requests_total{endpoint=\"/v1/images/generations\",status=\"400\",model=\"gpt-image-2\",size_class=\"none\"}";
+    assert_eq!(value(&text, bad_series), 1.0, "{text}");
+    let upstream = "imagegate_upstream_duration_seconds_count{endpoint=\"/v1/images/generations\",size_class=\"standard\"}";
+    assert_eq!(value(&text, upstream), 2.0, "{text}");
+    let overhead = "imagegate_gateway_overhead_seconds_count{endpoint=\"/v1/images/generations\"}";
+    assert_eq!(value(&text, overhead), 3.0, "{text}");
+    assert_eq!(value(&text, "imagegate_requests_in_flight"), 0.0, "{text}");
+    assert!(text.contains("imagegate_usage_queue_depth "), "{text}");
+
+    // A usage limit on the only account shows as a cooldown of about the reset the upstream gave.
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "usage_limit", "resets_in_seconds": 120}))
+        .await;
+    let limited = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1024x1024", "quality": "low"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(limited.status(), 429);
+    let text = scrape(&s).await;
+    let cooling = text
+        .lines()
+        .filter(|l| l.starts_with("imagegate_account_cooldown_seconds{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    assert!(
+        (100.0..=121.0).contains(&cooling),
+        "cooldown {cooling} in\n{text}"
+    );
+}
