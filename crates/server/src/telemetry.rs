@@ -61,14 +61,14 @@ mod otlp {
     use opentelemetry::trace::TracerProvider as _;
     use opentelemetry_sdk::trace::SdkTracerProvider;
 
+    /// The tracing layer that feeds spans to OpenTelemetry, and the provider that exports them.
+    pub(super) type Export<S> = (
+        tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::Tracer>,
+        SdkTracerProvider,
+    );
+
     /// The OTLP layer, when an endpoint is configured in the environment.
-    pub(super) fn layer<S>() -> Result<
-        Option<(
-            tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::Tracer>,
-            SdkTracerProvider,
-        )>,
-        String,
-    >
+    pub(super) fn layer<S>() -> Result<Option<Export<S>>, String>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
