@@ -43,7 +43,11 @@ impl TcpProxy {
                 connections.push(task);
             }
         });
-        Self { addr, shared, acceptor }
+        Self {
+            addr,
+            shared,
+            acceptor,
+        }
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -73,7 +73,10 @@ impl OutageDb {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("fewer than {rows} usage rows after 30 s: {:?}", self.usage_rows().await);
+        panic!(
+            "fewer than {rows} usage rows after 30 s: {:?}",
+            self.usage_rows().await
+        );
     }
 
     async fn drop_database(&self) {
@@ -93,15 +96,37 @@ fn provision(dir: &Path, db: &OutageDb, sim: &Sim) -> (String, String) {
     admin_with_stdin(
         dir,
         &[
-            "--database-url", url, "accounts", "add", "--name", "acct-a", "--kind", "openai", "--base-url", &base,
-            "--tier", "pro",
+            "--database-url",
+            url,
+            "accounts",
+            "add",
+            "--name",
+            "acct-a",
+            "--kind",
+            "openai",
+            "--base-url",
+            &base,
+            "--tier",
+            "pro",
         ],
         &common::credential("acct-a"),
     );
     let key = |name: &str| {
-        admin(dir, &["--database-url", url, "keys", "create", "--user", "alice", "--name", name])
-            .trim()
-            .to_owned()
+        admin(
+            dir,
+            &[
+                "--database-url",
+                url,
+                "keys",
+                "create",
+                "--user",
+                "alice",
+                "--name",
+                name,
+            ],
+        )
+        .trim()
+        .to_owned()
     };
     (key("used"), key("unused"))
 }
@@ -110,7 +135,9 @@ async fn generate(client: &reqwest::Client, gateway: &Gateway, key: &str) -> req
     client
         .post(gateway.v1("/images/generations"))
         .bearer_auth(key)
-        .json(&json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1024x1024", "quality": "low"}))
+        .json(
+            &json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1024x1024", "quality": "low"}),
+        )
         .send()
         .await
         .unwrap()
@@ -124,8 +151,24 @@ fn spooled_lines(data_dir: &Path) -> usize {
     entries
         .filter_map(Result::ok)
         .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default().matches('\n').count())
+        .map(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap_or_default()
+                .matches('\n')
+                .count()
+        })
         .sum()
+}
+
+/// Waits up to 30 s until the gateway's spool holds `records` records.
+async fn wait_for_spooled(data_dir: &Path, records: usize) {
+    for _ in 0..300 {
+        if spooled_lines(data_dir) >= records {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(spooled_lines(data_dir), records, "the records are on disk");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,7 +188,11 @@ async fn the_gateway_serves_through_a_database_outage_and_loses_no_usage() {
     db.proxy.cut();
     for _ in 0..4 {
         let response = generate(&client, &gateway, &used).await;
-        assert_eq!(response.status(), 200, "a known key keeps working during the outage");
+        assert_eq!(
+            response.status(),
+            200,
+            "a known key keeps working during the outage"
+        );
     }
     let refused = generate(&client, &gateway, &unused).await;
     assert_eq!(refused.status(), 503);
@@ -154,9 +201,14 @@ async fn the_gateway_serves_through_a_database_outage_and_loses_no_usage() {
     assert_eq!(body["error"]["code"], "database_unavailable");
     assert_eq!(body["error"]["type"], "server_error");
     assert_eq!(db.usage_rows().await, (3, 3), "the database is out of reach");
+    wait_for_spooled(dir.path(), 4).await;
 
     db.proxy.restore();
-    assert_eq!(db.wait_for_rows(7).await, (7, 7), "every request of the outage is recorded once");
+    assert_eq!(
+        db.wait_for_rows(7).await,
+        (7, 7),
+        "every request of the outage is recorded once"
+    );
     let metrics = client
         .get(format!("{}/metrics", gateway.url))
         .send()
@@ -166,7 +218,10 @@ async fn the_gateway_serves_through_a_database_outage_and_loses_no_usage() {
         .await
         .unwrap();
     assert!(metrics.contains("imagegate_usage_records_spooled 4"), "{metrics}");
-    assert!(metrics.contains("imagegate_usage_records_replayed 4"), "{metrics}");
+    assert!(
+        metrics.contains("imagegate_usage_records_replayed 4"),
+        "{metrics}"
+    );
     // New keys work again once the failure hold (5 s) after the last failed lookup is over.
     let mut status = 0;
     for _ in 0..30 {
@@ -177,7 +232,10 @@ async fn the_gateway_serves_through_a_database_outage_and_loses_no_usage() {
         assert_eq!(status, 503);
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert_eq!(status, 200, "the unused key works within 15 s of the database's return");
+    assert_eq!(
+        status, 200,
+        "the unused key works within 15 s of the database's return"
+    );
     assert!(gateway.stop());
     assert_eq!(db.usage_rows().await, (8, 8));
     db.drop_database().await;
@@ -198,18 +256,16 @@ async fn usage_spooled_by_a_killed_gateway_is_written_by_the_next_one() {
     for _ in 0..5 {
         assert_eq!(generate(&client, &gateway, &used).await.status(), 200);
     }
-    for _ in 0..300 {
-        if spooled_lines(dir.path()) >= 5 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(spooled_lines(dir.path()), 5, "the records are on disk");
+    wait_for_spooled(dir.path(), 5).await;
     gateway.kill();
 
     db.proxy.restore();
     let next = Gateway::spawn(dir.path(), &["--database-url", &db.proxied_url]);
-    assert_eq!(db.wait_for_rows(6).await, (6, 6), "the dead gateway's records are written once");
+    assert_eq!(
+        db.wait_for_rows(6).await,
+        (6, 6),
+        "the dead gateway's records are written once"
+    );
     drop(next);
     db.drop_database().await;
 }

@@ -141,17 +141,26 @@ impl KeyCache {
     /// database is unreachable.
     fn stale(&self, public_id: &str, digest: &[u8; 32]) -> Option<AuthContext> {
         let hit = self.lookup(public_id, digest, self.stale_if_error)?;
-        tracing::debug!(public_id, "database unreachable: key authenticated from the cache");
+        tracing::debug!(
+            public_id,
+            "database unreachable: key authenticated from the cache"
+        );
         Some(hit)
     }
 
     fn in_failure_hold(&self) -> bool {
-        let failed_at = self.failed_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let failed_at = self
+            .failed_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         failed_at.is_some_and(|at| at.elapsed() < self.failure_hold)
     }
 
     fn set_failed(&self, failed: bool) {
-        let mut failed_at = self.failed_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut failed_at = self
+            .failed_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *failed_at = failed.then(Instant::now);
     }
 

@@ -161,13 +161,18 @@ impl UsageSpool {
 
     /// The next batch of at most `batch_size` records, or `None` when every file has been read.
     /// A batch may be empty (a file with only unreadable lines).
-    pub(crate) fn next_batch(&self, cursor: &mut ReplayCursor, batch_size: usize) -> Option<Vec<UsageRecord>> {
+    pub(crate) fn next_batch(
+        &self,
+        cursor: &mut ReplayCursor,
+        batch_size: usize,
+    ) -> Option<Vec<UsageRecord>> {
         let file = match cursor.file.cmp(&self.orphans.len()) {
             std::cmp::Ordering::Less => self.orphans.get(cursor.file)?,
             std::cmp::Ordering::Equal => &self.own,
             std::cmp::Ordering::Greater => return None,
         };
-        let (batch, consumed, at_end) = read_from(file, cursor.offset, batch_size.max(1), &mut cursor.summary);
+        let (batch, consumed, at_end) =
+            read_from(file, cursor.offset, batch_size.max(1), &mut cursor.summary);
         cursor.summary.records += u64::try_from(batch.len()).unwrap_or(u64::MAX);
         if at_end {
             cursor.file += 1;
@@ -190,7 +195,9 @@ impl UsageSpool {
                 self.own_records = 0;
             }
             // Kept as it is: replayed again later, harmlessly (inserts are idempotent).
-            Err(err) => tracing::warn!(path = %self.own.path.display(), error = %err, "could not empty the usage spool"),
+            Err(err) => {
+                tracing::warn!(path = %self.own.path.display(), error = %err, "could not empty the usage spool")
+            }
         }
     }
 }
@@ -280,7 +287,12 @@ fn create_own(dir: &Path) -> Result<LockedFile, SpoolError> {
                 source: std::io::Error::new(std::io::ErrorKind::WouldBlock, "new spool file is locked"),
             });
         }
-        Err(source) => return Err(SpoolError::Io { path: creating, source }),
+        Err(source) => {
+            return Err(SpoolError::Io {
+                path: creating,
+                source,
+            });
+        }
     }
     std::fs::rename(&creating, &path).map_err(io_error(&path))?;
     Ok(LockedFile { path, file })

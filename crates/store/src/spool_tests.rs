@@ -18,7 +18,10 @@ async fn drain(spool: &mut UsageSpool, batch_size: usize) -> (Vec<String>, ReadS
 }
 
 fn spool_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     files
 }
@@ -75,7 +78,10 @@ async fn the_file_of_a_dead_process_is_claimed_and_removed_after_replay() {
     assert_eq!(summary.records, 4);
     assert!(!dead_path.exists());
     drop(next);
-    assert!(spool_files(dir.path()).is_empty(), "an empty spool leaves no file behind");
+    assert!(
+        spool_files(dir.path()).is_empty(),
+        "an empty spool leaves no file behind"
+    );
 }
 
 #[tokio::test]

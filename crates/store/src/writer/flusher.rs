@@ -117,7 +117,8 @@ impl Flusher {
                 }
             }
             let past_deadline = self.deadline.is_some_and(|d| Instant::now() >= d);
-            let give_up_on_db = straight_to_spool || past_deadline || failures >= self.config.spool_after_failures;
+            let give_up_on_db =
+                straight_to_spool || past_deadline || failures >= self.config.spool_after_failures;
             straight_to_spool = false;
             if give_up_on_db && self.spool_batch(batch) {
                 return Ok(());
@@ -204,7 +205,11 @@ impl Flusher {
         self.spool = Some(spool);
         match result {
             Ok(()) => {
-                tracing::info!(records = summary.records, skipped_lines = summary.corrupt_lines, "usage spool replayed into the database");
+                tracing::info!(
+                    records = summary.records,
+                    skipped_lines = summary.corrupt_lines,
+                    "usage spool replayed into the database"
+                );
                 self.replay_backoff = self.config.retry_initial;
             }
             Err(error) => {

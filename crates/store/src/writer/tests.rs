@@ -258,7 +258,11 @@ async fn batches_go_to_the_spool_while_the_database_is_down_and_are_replayed_aft
     assert_eq!(stats.pending, 0);
     assert_eq!(stats.written, 7);
     assert_eq!(stats.failed_spool_writes, 0);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the emptied spool file is removed");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the emptied spool file is removed"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -266,8 +270,11 @@ async fn records_spooled_at_shutdown_are_replayed_by_the_next_writer() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Arc::new(FakeBackend::default());
     backend.fail_always.store(true, Ordering::SeqCst);
-    let (sink, writer) =
-        UsageWriter::spawn_with(backend.clone(), config(), Some(UsageSpool::open(dir.path()).unwrap()));
+    let (sink, writer) = UsageWriter::spawn_with(
+        backend.clone(),
+        config(),
+        Some(UsageSpool::open(dir.path()).unwrap()),
+    );
     for i in 0..4 {
         sink.record(record(i)).unwrap();
     }
@@ -277,8 +284,11 @@ async fn records_spooled_at_shutdown_are_replayed_by_the_next_writer() {
     assert!(backend.written_ids().is_empty());
 
     backend.fail_always.store(false, Ordering::SeqCst);
-    let (sink, writer) =
-        UsageWriter::spawn_with(backend.clone(), config(), Some(UsageSpool::open(dir.path()).unwrap()));
+    let (sink, writer) = UsageWriter::spawn_with(
+        backend.clone(),
+        config(),
+        Some(UsageSpool::open(dir.path()).unwrap()),
+    );
     wait_until(|| sink.stats().replayed == 4).await;
     drop(sink);
     writer.shutdown().await.unwrap();

@@ -44,7 +44,9 @@ async fn wait_for(what: &str, sink: &UsageSink, done: impl Fn(&WriterStats) -> b
 
 async fn usage_rows(db: &TestDb) -> (i64, i64) {
     let total = db.raw_ints("SELECT COUNT(*) FROM usage_records").await[0];
-    let distinct = db.raw_ints("SELECT COUNT(DISTINCT request_id) FROM usage_records").await[0];
+    let distinct = db
+        .raw_ints("SELECT COUNT(DISTINCT request_id) FROM usage_records")
+        .await[0];
     (total, distinct)
 }
 
@@ -97,7 +99,10 @@ async fn usage_written_during_a_postgres_outage_is_spooled_then_replayed() {
         for i in 0..25 {
             sink.record(record("during", i)).unwrap();
         }
-        wait_for("spooled during the outage", &sink, |s| s.spooled == 25 && s.pending == 0).await;
+        wait_for("spooled during the outage", &sink, |s| {
+            s.spooled == 25 && s.pending == 0
+        })
+        .await;
         assert_eq!(usage_rows(&db).await, (10, 10), "nothing reached the database");
         assert_eq!(sink.stats().replayed, 0);
 
@@ -166,7 +171,10 @@ async fn known_keys_keep_working_while_postgres_is_unreachable() {
 async fn a_spool_left_by_a_dead_process_is_replayed_at_the_next_start(db: Arc<TestDb>) {
     let spool_dir = tempfile::tempdir().unwrap();
     let already_stored = record("crash", 0);
-    db.store.insert_usage_batch(std::slice::from_ref(&already_stored)).await.unwrap();
+    db.store
+        .insert_usage_batch(std::slice::from_ref(&already_stored))
+        .await
+        .unwrap();
 
     let mut dead = UsageSpool::open(spool_dir.path()).unwrap();
     let records: Vec<UsageRecord> = (0..12).map(|i| record("crash", i)).collect();
@@ -186,7 +194,10 @@ async fn a_spool_left_by_a_dead_process_is_replayed_at_the_next_start(db: Arc<Te
     drop(sink);
     let stats = writer.shutdown().await.unwrap();
     assert_eq!(stats.written, 11);
-    assert_eq!(stats.duplicates, 1, "the record stored before the crash is not doubled");
+    assert_eq!(
+        stats.duplicates, 1,
+        "the record stored before the crash is not doubled"
+    );
     assert_eq!(usage_rows(&db).await, (12, 12));
     assert!(!path.exists());
 }
