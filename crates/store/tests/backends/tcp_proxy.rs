@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Shared {
     down: AtomicBool,
     connections: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// Forwards `127.0.0.1:<port>` to a target address until dropped.
+#[derive(Debug)]
 pub struct TcpProxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
