@@ -125,6 +125,14 @@ impl Gateway {
         format!("{}/v1{path}", self.url)
     }
 
+    /// Kills the process with SIGKILL, like a crash: nothing is flushed.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Sends SIGTERM and waits for the process to exit; returns whether it exited successfully.
     pub fn stop(&mut self) -> bool {
         let Some(mut child) = self.child.take() else {

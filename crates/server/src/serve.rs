@@ -6,7 +6,7 @@ use std::time::Duration;
 use imagegate_dispatch::{
     DispatchConfig, Dispatcher, KeyGate, MemoryKeyLimiter, MemoryPoolState, SystemClock,
 };
-use imagegate_store::{KeyCache, MasterKey, Store, UsageWriter, UsageWriterConfig};
+use imagegate_store::{KeyCache, MasterKey, Store, UsageSpool, UsageWriter, UsageWriterConfig};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +32,8 @@ pub enum ServeError {
     Upstream(String),
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Spool(#[from] imagegate_store::SpoolError),
 }
 
 /// How often accounts are re-read from the store (changes made by the CLI or another replica).
@@ -76,7 +78,9 @@ pub async fn run(
     let accounts = AccountDirectory::new(store.clone(), dispatcher.clone());
     let count = accounts.refresh().await?;
     tracing::info!(accounts = count, "upstream accounts loaded");
-    let (usage, writer) = UsageWriter::spawn(store.clone(), UsageWriterConfig::default());
+    // Usage records the database cannot take wait on disk here (see docs: Degraded modes).
+    let spool = UsageSpool::open(&config.data_dir.join("usage-spool"))?;
+    let (usage, writer) = UsageWriter::spawn_spooled(store.clone(), UsageWriterConfig::default(), spool);
     let upstream_config = imagegate_upstream::UpstreamConfig {
         codex: config.codex.upstream(),
         ..imagegate_upstream::UpstreamConfig::default()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::error::StoreResult;
+use crate::error::{StoreError, StoreResult};
 use crate::keys::parse_key;
 use crate::model::{ApiKeyRecord, AuthContext, KeyId};
 use crate::store::Store;
@@ -21,10 +21,21 @@ use crate::store::Store;
 /// disabled on another replica keeps working here. On this replica, disabling through
 /// [`KeyCache::disable_key`] / [`KeyCache::delete_key`], or calling [`KeyCache::invalidate`],
 /// takes effect at once.
+///
+/// **Database outages.** When the store cannot be reached ([`StoreError::is_unavailable`]), a key
+/// seen within `stale_if_error` (default 15 min) keeps authenticating from its cached entry, and
+/// for `failure_hold` (default 5 s) after a failure the store is not asked at all, so a dead
+/// database is not hammered by every request. A key not in the cache gets the error
+/// ([`StoreError::Unavailable`] during the hold). A key the store answers "unknown" for is
+/// dropped from the cache, so a deleted key is never served stale.
 #[derive(Debug)]
 pub struct KeyCache {
     store: Arc<dyn Store>,
     ttl: Duration,
+    stale_if_error: Duration,
+    failure_hold: Duration,
+    /// When the store last failed as unavailable; cleared by the next success.
+    failed_at: Mutex<Option<Instant>>,
     max_entries: usize,
     entries: Mutex<HashMap<String, CachedKey>>,
     /// Bumped by every invalidation; a lookup that started before one does not cache its answer.
@@ -43,12 +54,19 @@ impl KeyCache {
     pub const DEFAULT_TTL: Duration = Duration::from_secs(2);
     /// The default number of cached keys.
     pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
+    /// How long a cached key keeps working while the database is unreachable, by default.
+    pub const DEFAULT_STALE_IF_ERROR: Duration = Duration::from_secs(15 * 60);
+    /// How long the store is left alone after it failed, by default.
+    pub const DEFAULT_FAILURE_HOLD: Duration = Duration::from_secs(5);
 
     /// A cache over `store` with entries valid for `ttl`.
     pub fn new(store: Arc<dyn Store>, ttl: Duration) -> Self {
         Self {
             store,
             ttl,
+            stale_if_error: Self::DEFAULT_STALE_IF_ERROR,
+            failure_hold: Self::DEFAULT_FAILURE_HOLD,
+            failed_at: Mutex::new(None),
             max_entries: Self::DEFAULT_MAX_ENTRIES,
             entries: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(0),
@@ -58,6 +76,14 @@ impl KeyCache {
     /// Caps the number of cached keys (the cache drops stale entries, then everything, when full).
     pub fn with_max_entries(mut self, max_entries: usize) -> Self {
         self.max_entries = max_entries.max(1);
+        self
+    }
+
+    /// Sets how long cached keys outlive an unreachable database (`stale_if_error`) and how long
+    /// the store is not asked after a failure (`failure_hold`).
+    pub fn with_outage_policy(mut self, stale_if_error: Duration, failure_hold: Duration) -> Self {
+        self.stale_if_error = stale_if_error;
+        self.failure_hold = failure_hold;
         self
     }
 
@@ -72,15 +98,70 @@ impl KeyCache {
             return Ok(None);
         };
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        if let Some(hit) = self.lookup(parsed.public_id, &digest) {
+        if let Some(hit) = self.lookup(parsed.public_id, &digest, self.ttl) {
             return Ok(Some(hit));
         }
-        let generation = self.generation.load(Ordering::Acquire);
-        let result = self.store.authenticate(presented).await?;
-        if let Some(context) = &result {
-            self.insert(parsed.public_id, digest, context.clone(), generation);
+        if self.in_failure_hold() {
+            return self
+                .stale(parsed.public_id, &digest)
+                .map(Some)
+                .ok_or_else(|| StoreError::Unavailable("the database failed moments ago".to_owned()));
         }
-        Ok(result)
+        let generation = self.generation.load(Ordering::Acquire);
+        match self.store.authenticate(presented).await {
+            Ok(result) => {
+                self.set_failed(false);
+                match &result {
+                    Some(context) => self.insert(parsed.public_id, digest, context.clone(), generation),
+                    // The very key presented is no longer valid: never serve it stale.
+                    None => {
+                        let mut entries = self.lock();
+                        if entries
+                            .get(parsed.public_id)
+                            .is_some_and(|e| bool::from(e.presented_sha256.ct_eq(&digest)))
+                        {
+                            entries.remove(parsed.public_id);
+                        }
+                    }
+                }
+                Ok(result)
+            }
+            Err(err) if err.is_unavailable() => {
+                self.set_failed(true);
+                match self.stale(parsed.public_id, &digest) {
+                    Some(context) => Ok(Some(context)),
+                    None => Err(err),
+                }
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// A cached entry too old for normal use but within `stale_if_error`, used while the
+    /// database is unreachable.
+    fn stale(&self, public_id: &str, digest: &[u8; 32]) -> Option<AuthContext> {
+        let hit = self.lookup(public_id, digest, self.stale_if_error)?;
+        tracing::debug!(
+            public_id,
+            "database unreachable: key authenticated from the cache"
+        );
+        Some(hit)
+    }
+
+    fn in_failure_hold(&self) -> bool {
+        let failed_at = self
+            .failed_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        failed_at.is_some_and(|at| at.elapsed() < self.failure_hold)
+    }
+
+    fn set_failed(&self, failed: bool) {
+        let mut failed_at = self
+            .failed_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *failed_at = failed.then(Instant::now);
     }
 
     /// Forgets the key with this public id (call after disabling or deleting it).
@@ -121,10 +202,11 @@ impl KeyCache {
         Ok(record)
     }
 
-    fn lookup(&self, public_id: &str, digest: &[u8; 32]) -> Option<AuthContext> {
+    /// The entry for `public_id` if it matches the presented key and is younger than `max_age`.
+    fn lookup(&self, public_id: &str, digest: &[u8; 32], max_age: Duration) -> Option<AuthContext> {
         let entries = self.lock();
         let entry = entries.get(public_id)?;
-        let fresh = entry.fetched.elapsed() < self.ttl;
+        let fresh = entry.fetched.elapsed() < max_age;
         let matches = bool::from(entry.presented_sha256.ct_eq(digest));
         (fresh && matches).then(|| entry.context.clone())
     }

@@ -33,6 +33,9 @@ pub enum StoreError {
     /// Encrypting or decrypting an account credential failed.
     #[error(transparent)]
     Crypto(#[from] CryptoError),
+    /// The database was not asked because it failed moments ago (see [`KeyCache`](crate::KeyCache)).
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl StoreError {
@@ -60,6 +63,36 @@ impl StoreError {
             }
         }
         Self::Database(err)
+    }
+}
+
+impl StoreError {
+    /// Whether the database could not be reached (connection refused or lost, pool timeout, server
+    /// shutting down or out of connections) rather than refusing this particular call. Callers
+    /// may fall back to a degraded mode for these and retry later.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unavailable(_) => true,
+            Self::Database(err) => sqlx_error_is_unavailable(err),
+            _ => false,
+        }
+    }
+}
+
+fn sqlx_error_is_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        // SQLSTATE class 08 (connection exception), 57P01-57P03 (admin shutdown, crash shutdown,
+        // cannot connect now) and 53300 (too many connections).
+        sqlx::Error::Database(db) => db
+            .code()
+            .is_some_and(|code| code.starts_with("08") || code.starts_with("57P0") || code == "53300"),
+        _ => false,
     }
 }
 

@@ -13,7 +13,8 @@
 //!   `IMAGEGATE_MASTER_KEY` or a `master.key` file) and only come back decrypted through
 //!   [`Store::account_credential`] as a [`Secret`].
 //! - **Usage records** go through a [`UsageWriter`], which batches inserts in the background
-//!   and never drops a record silently.
+//!   and never drops a record silently; with a [`UsageSpool`] it parks them in a local file while
+//!   the database is unreachable and replays them when it is back.
 //!
 //! ```
 //! use imagegate_store::{KeyLimits, MasterKey, NewApiKey, NewUser, connect};
@@ -56,6 +57,7 @@ pub mod keys;
 mod model;
 mod rows;
 mod secret;
+mod spool;
 mod sqlite;
 mod store;
 mod writer;
@@ -76,6 +78,7 @@ pub use model::{
     UsageFilter, UsageId, UsageRecord, User, UserId,
 };
 pub use secret::Secret;
+pub use spool::{SpoolError, UsageSpool};
 pub use store::Store;
 pub use writer::{
     RecordRejected, RejectReason, UsageSink, UsageWriter, UsageWriterConfig, WriterError, WriterStats,

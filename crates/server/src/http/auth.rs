@@ -1,11 +1,17 @@
-//! Bearer-key authentication for `/v1`: every failure is the same 401 `INVALID_API_KEY`.
+//! Bearer-key authentication for `/v1`: every bad key gets the same 401 `INVALID_API_KEY`.
+//!
+//! While the database is unreachable, keys seen recently keep working from the key cache; any
+//! other key gets 503 `database_unavailable` with `retry-after: 5` (see "Degraded modes" in
+//! docs/architecture.md).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use imagegate_codec::ApiError;
+use imagegate_domain::ErrorKind;
 use imagegate_store::AuthContext;
 
 use crate::http::error::HttpError;
@@ -28,12 +34,31 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         match state.keys.authenticate(presented).await {
             Ok(Some(context)) => Ok(Caller(context)),
             Ok(None) => Err(HttpError::new(ApiError::invalid_api_key())),
+            Err(err) if err.is_unavailable() => {
+                tracing::warn!(error = %err, "key lookup failed: database unavailable");
+                Err(database_unavailable())
+            }
             Err(err) => {
                 tracing::error!(error = %err, "key lookup failed");
                 Err(HttpError::new(ApiError::internal()))
             }
         }
     }
+}
+
+/// How long clients are told to wait when a key cannot be checked.
+const DATABASE_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// 503 `database_unavailable`: the key is not in the cache and the database cannot be asked.
+fn database_unavailable() -> HttpError {
+    HttpError::new(
+        ApiError::new(
+            ErrorKind::Overloaded,
+            "The key could not be checked because the gateway's database is unavailable. Retry shortly.",
+        )
+        .with_code("database_unavailable"),
+    )
+    .with_retry_after(Some(DATABASE_RETRY_AFTER))
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).

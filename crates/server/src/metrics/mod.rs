@@ -14,7 +14,8 @@
 //! Read at scrape time: `imagegate_account_in_flight{account,size_class}`,
 //! `imagegate_account_limit{account,size_class}`, `imagegate_account_cooldown_seconds{account,scope}`
 //! (seconds left), `imagegate_account_usable{account}`, the usage writer's
-//! `imagegate_usage_queue_depth` and its written / rejected counts.
+//! `imagegate_usage_queue_depth` and its written / rejected / spooled / replayed counts and
+//! `imagegate_usage_spool_write_failures`.
 //!
 //! Label values are bounded: `model` is an accepted model id or `other`, never what a client typed.
 

@@ -37,6 +37,9 @@ pub(super) struct ScrapeGauges {
     usage_queue: Gauge,
     usage_written: Gauge,
     usage_rejected: Gauge,
+    usage_spooled: Gauge,
+    usage_replayed: Gauge,
+    usage_spool_write_failures: Gauge,
 }
 
 impl ScrapeGauges {
@@ -49,6 +52,9 @@ impl ScrapeGauges {
             usage_queue: Gauge::default(),
             usage_written: Gauge::default(),
             usage_rejected: Gauge::default(),
+            usage_spooled: Gauge::default(),
+            usage_replayed: Gauge::default(),
+            usage_spool_write_failures: Gauge::default(),
         };
         registry.register(
             "account_in_flight",
@@ -85,6 +91,21 @@ impl ScrapeGauges {
             "Usage records the writer refused (queue full or stopped)",
             gauges.usage_rejected.clone(),
         );
+        registry.register(
+            "usage_records_spooled",
+            "Usage records put in the local spool while the database was unreachable",
+            gauges.usage_spooled.clone(),
+        );
+        registry.register(
+            "usage_records_replayed",
+            "Spooled usage records later written to the database",
+            gauges.usage_replayed.clone(),
+        );
+        registry.register(
+            "usage_spool_write_failures",
+            "Failed appends to the usage spool (disk full?); those records stayed in memory",
+            gauges.usage_spool_write_failures.clone(),
+        );
         gauges
     }
 
@@ -92,6 +113,10 @@ impl ScrapeGauges {
         self.usage_queue.set(saturating_i64(writer.pending as u64));
         self.usage_written.set(saturating_i64(writer.written));
         self.usage_rejected.set(saturating_i64(writer.rejected));
+        self.usage_spooled.set(saturating_i64(writer.spooled));
+        self.usage_replayed.set(saturating_i64(writer.replayed));
+        self.usage_spool_write_failures
+            .set(saturating_i64(writer.failed_spool_writes));
         // Accounts come and go: start from empty families so removed ones disappear.
         self.account_in_flight.clear();
         self.account_limit.clear();

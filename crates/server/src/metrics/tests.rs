@@ -123,6 +123,9 @@ fn scrapes_show_the_pool_and_the_usage_queue() {
     let writer = WriterStats {
         pending: 12,
         written: 40,
+        spooled: 9,
+        replayed: 7,
+        failed_spool_writes: 2,
         ..WriterStats::default()
     };
     let text = render(&m, Some(&pool), &writer);
@@ -152,6 +155,9 @@ fn scrapes_show_the_pool_and_the_usage_queue() {
     );
     assert!(text.contains("imagegate_usage_queue_depth 12"), "{text}");
     assert!(text.contains("imagegate_usage_records_written 40"), "{text}");
+    assert!(text.contains("imagegate_usage_records_spooled 9"), "{text}");
+    assert!(text.contains("imagegate_usage_records_replayed 7"), "{text}");
+    assert!(text.contains("imagegate_usage_spool_write_failures 2"), "{text}");
 
     // An account removed from the pool disappears from the next scrape.
     let empty = PoolSnapshot {

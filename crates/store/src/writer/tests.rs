@@ -59,6 +59,7 @@ fn config() -> UsageWriterConfig {
         retry_max: Duration::from_secs(1),
         shutdown_timeout: Duration::from_secs(5),
         touch_keys: true,
+        spool_after_failures: 3,
     }
 }
 
@@ -76,7 +77,7 @@ async fn wait_until(done: impl Fn() -> bool) {
 #[tokio::test(start_paused = true)]
 async fn writes_full_batches_without_waiting_for_the_interval() {
     let backend = Arc::new(FakeBackend::default());
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
     for i in 0..6 {
         sink.record(record(i)).unwrap();
     }
@@ -95,7 +96,7 @@ async fn writes_a_partial_batch_when_the_interval_elapses() {
         flush_interval: Duration::from_millis(200),
         ..config()
     };
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, None);
     sink.record(record(7)).unwrap();
     assert_eq!(sink.queue_depth(), 1);
     wait_until(|| !backend.written_ids().is_empty()).await;
@@ -107,7 +108,7 @@ async fn writes_a_partial_batch_when_the_interval_elapses() {
 async fn failed_writes_are_retried_and_nothing_is_lost() {
     let backend = Arc::new(FakeBackend::default());
     backend.fail_next.store(4, Ordering::SeqCst);
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
     for i in 0..5 {
         sink.record(record(i)).unwrap();
     }
@@ -127,7 +128,7 @@ async fn shutdown_flushes_everything_queued() {
         batch_size: 1000,
         ..config()
     };
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, None);
     for i in 0..10 {
         sink.record(record(i)).unwrap();
     }
@@ -143,7 +144,7 @@ async fn shutdown_flushes_everything_queued() {
 async fn shutdown_returns_records_it_could_not_write() {
     let backend = Arc::new(FakeBackend::default());
     backend.fail_always.store(true, Ordering::SeqCst);
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
     for i in 0..5 {
         sink.record(record(i)).unwrap();
     }
@@ -167,7 +168,7 @@ async fn a_full_queue_hands_the_record_back() {
         queue_capacity: 2,
         ..config()
     };
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, None);
     // The first record is taken by the task (stuck retrying); two more fill the queue.
     sink.record(record(0)).unwrap();
     wait_until(|| backend.fail_always.load(Ordering::SeqCst) && sink.stats().failed_writes > 0).await;
@@ -187,7 +188,7 @@ async fn a_full_queue_hands_the_record_back() {
 #[tokio::test(start_paused = true)]
 async fn keys_are_touched_with_their_latest_use() {
     let backend = Arc::new(FakeBackend::default());
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config());
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
     for i in 0..3 {
         sink.record(record(i)).unwrap();
     }
@@ -217,10 +218,79 @@ async fn dropping_every_sink_ends_the_task_after_writing() {
         batch_size: 1000,
         ..config()
     };
-    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, None);
     sink.record(record(1)).unwrap();
     drop(sink);
     wait_until(|| writer.task.is_finished()).await;
     assert_eq!(backend.written_ids(), ["req-1"]);
     assert_eq!(writer.shutdown().await.unwrap().written, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn batches_go_to_the_spool_while_the_database_is_down_and_are_replayed_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let cfg = UsageWriterConfig {
+        flush_interval: Duration::from_millis(200),
+        ..config()
+    };
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, Some(spool));
+    for i in 0..6 {
+        sink.record(record(i)).unwrap();
+    }
+    // The first batch fails three times and is spooled; the second goes straight after it.
+    wait_until(|| sink.stats().spooled == 6).await;
+    assert_eq!(sink.queue_depth(), 0, "spooled records no longer wait in memory");
+    assert!(backend.written_ids().is_empty());
+    sink.record(record(6)).unwrap();
+    wait_until(|| sink.stats().spooled == 7).await;
+
+    backend.fail_always.store(false, Ordering::SeqCst);
+    wait_until(|| sink.stats().replayed == 7).await;
+    let stats = writer.shutdown().await.unwrap();
+    let mut ids = backend.written_ids();
+    ids.sort();
+    let mut expected: Vec<String> = (0..7).map(|i| format!("req-{i}")).collect();
+    expected.sort();
+    assert_eq!(ids, expected, "every record written once");
+    assert_eq!(stats.pending, 0);
+    assert_eq!(stats.written, 7);
+    assert_eq!(stats.failed_spool_writes, 0);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the emptied spool file is removed"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_spooled_at_shutdown_are_replayed_by_the_next_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let (sink, writer) = UsageWriter::spawn_with(
+        backend.clone(),
+        config(),
+        Some(UsageSpool::open(dir.path()).unwrap()),
+    );
+    for i in 0..4 {
+        sink.record(record(i)).unwrap();
+    }
+    drop(sink);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(stats.spooled, 4, "nothing is handed back: it is all on disk");
+    assert!(backend.written_ids().is_empty());
+
+    backend.fail_always.store(false, Ordering::SeqCst);
+    let (sink, writer) = UsageWriter::spawn_with(
+        backend.clone(),
+        config(),
+        Some(UsageSpool::open(dir.path()).unwrap()),
+    );
+    wait_until(|| sink.stats().replayed == 4).await;
+    drop(sink);
+    writer.shutdown().await.unwrap();
+    assert_eq!(backend.written_ids().len(), 4);
 }

@@ -3,11 +3,20 @@
 //! The server hands each record to a cloneable [`UsageSink`] without waiting for the database.
 //! A task collects records and inserts them every `batch_size` records or `flush_interval`,
 //! whichever comes first. When a write fails, the batch is kept and retried with exponential
-//! backoff; new records wait in a bounded queue meanwhile. A record is lost only visibly: the
-//! sink refuses it when the queue is full (handing it back), or [`UsageWriter::shutdown`] returns
-//! the records it could not write before its deadline.
+//! backoff; new records wait in a bounded queue meanwhile.
+//!
+//! With a [`UsageSpool`] ([`UsageWriter::spawn_spooled`]), a batch that still fails after
+//! `spool_after_failures` attempts is appended to the spool file (fsynced) instead, and so is every
+//! later batch until a replay of the spool into the database succeeds; replays are tried every
+//! flush interval with backoff up to `retry_max`. If the spool cannot be written (disk full), the
+//! batch stays in memory and is retried as without a spool ([`WriterStats::failed_spool_writes`]).
+//!
+//! A record is lost only visibly: the sink refuses it when the queue is full (handing it back), or
+//! [`UsageWriter::shutdown`] returns the records it could neither write nor spool before its
+//! deadline.
 
-use std::collections::HashMap;
+mod flusher;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,8 +26,10 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use self::flusher::Flusher;
 use crate::error::StoreResult;
 use crate::model::{KeyUse, UsageRecord};
+use crate::spool::UsageSpool;
 use crate::store::Store;
 
 /// Tuning of a [`UsageWriter`].
@@ -38,6 +49,8 @@ pub struct UsageWriterConfig {
     pub shutdown_timeout: Duration,
     /// Also move the keys' `last_used_at` forward after each write.
     pub touch_keys: bool,
+    /// With a spool: failed attempts at a batch before it goes to the spool.
+    pub spool_after_failures: u32,
 }
 
 impl Default for UsageWriterConfig {
@@ -50,6 +63,7 @@ impl Default for UsageWriterConfig {
             retry_max: Duration::from_secs(10),
             shutdown_timeout: Duration::from_secs(30),
             touch_keys: true,
+            spool_after_failures: 3,
         }
     }
 }
@@ -65,8 +79,14 @@ pub struct WriterStats {
     pub duplicates: u64,
     /// Records refused by the sink (queue full or writer stopped).
     pub rejected: u64,
-    /// Failed write attempts (each was retried).
+    /// Failed write attempts (each was retried, or its batch spooled).
     pub failed_writes: u64,
+    /// Records put in the local spool because the database was unreachable.
+    pub spooled: u64,
+    /// Spooled records later stored in the database (including those of a previous process).
+    pub replayed: u64,
+    /// Failed appends to the spool (disk full?); the batch stayed in memory.
+    pub failed_spool_writes: u64,
 }
 
 /// Why a sink refused a record.
@@ -111,6 +131,9 @@ struct Counters {
     duplicates: AtomicU64,
     rejected: AtomicU64,
     failed_writes: AtomicU64,
+    spooled: AtomicU64,
+    replayed: AtomicU64,
+    failed_spool_writes: AtomicU64,
 }
 
 impl Counters {
@@ -121,6 +144,9 @@ impl Counters {
             duplicates: self.duplicates.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
             failed_writes: self.failed_writes.load(Ordering::Relaxed),
+            spooled: self.spooled.load(Ordering::Relaxed),
+            replayed: self.replayed.load(Ordering::Relaxed),
+            failed_spool_writes: self.failed_spool_writes.load(Ordering::Relaxed),
         }
     }
 }
@@ -210,22 +236,43 @@ impl UsageWriter {
     ///
     /// Outside a tokio runtime (like `tokio::spawn`).
     pub fn spawn(store: Arc<dyn Store>, config: UsageWriterConfig) -> (UsageSink, UsageWriter) {
-        Self::spawn_with(Arc::new(store), config)
+        Self::spawn_with(Arc::new(store), config, None)
+    }
+
+    /// Like [`UsageWriter::spawn`], parking batches in `spool` while the database is unreachable
+    /// and replaying them (with whatever a dead process left in the spool directory) once it
+    /// answers.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (like `tokio::spawn`).
+    pub fn spawn_spooled(
+        store: Arc<dyn Store>,
+        config: UsageWriterConfig,
+        spool: UsageSpool,
+    ) -> (UsageSink, UsageWriter) {
+        Self::spawn_with(Arc::new(store), config, Some(spool))
     }
 
     pub(crate) fn spawn_with(
         backend: Arc<dyn UsageBackend>,
         config: UsageWriterConfig,
+        spool: Option<UsageSpool>,
     ) -> (UsageSink, UsageWriter) {
         let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
         let counters = Arc::new(Counters::default());
         let stop = Arc::new(Notify::new());
+        let config_retry_initial = config.retry_initial;
         let flusher = Flusher {
             backend,
             config,
             counters: Arc::clone(&counters),
             stop: Arc::clone(&stop),
             deadline: None,
+            spool,
+            // Whatever a previous process left is replayed at the first tick.
+            next_replay: Instant::now(),
+            replay_backoff: config_retry_initial,
         };
         let task = tokio::spawn(flusher.run(rx));
         let sink = UsageSink {
@@ -251,141 +298,5 @@ impl UsageWriter {
     }
 }
 
-struct Flusher {
-    backend: Arc<dyn UsageBackend>,
-    config: UsageWriterConfig,
-    counters: Arc<Counters>,
-    stop: Arc<Notify>,
-    /// Set once shutdown was asked for: retries end there.
-    deadline: Option<Instant>,
-}
-
-impl Flusher {
-    async fn run(mut self, mut rx: mpsc::Receiver<UsageRecord>) -> Result<(), WriterError> {
-        let batch_size = self.config.batch_size.max(1);
-        let mut buffer: Vec<UsageRecord> = Vec::with_capacity(batch_size);
-        let mut ticker = tokio::time::interval(self.config.flush_interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        while self.deadline.is_none() {
-            tokio::select! {
-                biased;
-                () = self.stop.notified() => self.begin_shutdown(),
-                received = rx.recv() => match received {
-                    Some(record) => {
-                        buffer.push(record);
-                        if buffer.len() >= batch_size {
-                            self.flush_all(&mut buffer).await?;
-                        }
-                    }
-                    // Every sink is gone: nothing more can arrive.
-                    None => self.begin_shutdown(),
-                },
-                _ = ticker.tick() => self.flush_all(&mut buffer).await?,
-            }
-        }
-        rx.close();
-        while let Some(record) = rx.recv().await {
-            buffer.push(record);
-        }
-        self.flush_all(&mut buffer).await
-    }
-
-    fn begin_shutdown(&mut self) {
-        if self.deadline.is_none() {
-            self.deadline = Some(Instant::now() + self.config.shutdown_timeout);
-        }
-    }
-
-    /// Writes `buffer` in batches; on a failure past the deadline returns everything unwritten.
-    async fn flush_all(&mut self, buffer: &mut Vec<UsageRecord>) -> Result<(), WriterError> {
-        let batch_size = self.config.batch_size.max(1);
-        while !buffer.is_empty() {
-            let end = buffer.len().min(batch_size);
-            if let Err(last_error) = self.write_with_retry(buffer.get(..end).unwrap_or_default()).await {
-                return Err(WriterError::Unflushed {
-                    records: std::mem::take(buffer),
-                    last_error,
-                });
-            }
-            buffer.drain(..end);
-        }
-        Ok(())
-    }
-
-    /// Retries until the batch is written, or until the shutdown deadline has passed.
-    async fn write_with_retry(&mut self, batch: &[UsageRecord]) -> Result<(), String> {
-        let mut backoff = self.config.retry_initial;
-        loop {
-            let attempt = self.backend.insert_usage_batch(batch);
-            let result = match self.deadline {
-                Some(deadline) => match tokio::time::timeout_at(deadline, attempt).await {
-                    Ok(result) => result.map_err(|e| e.to_string()),
-                    Err(_) => Err("shutdown deadline reached during a write".to_owned()),
-                },
-                None => attempt.await.map_err(|e| e.to_string()),
-            };
-            match result {
-                Ok(inserted) => {
-                    self.on_written(batch, inserted).await;
-                    return Ok(());
-                }
-                Err(error) => {
-                    self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
-                    let past_deadline = self.deadline.is_some_and(|d| Instant::now() >= d);
-                    if past_deadline {
-                        tracing::error!(%error, records = batch.len(), "usage write failed at shutdown");
-                        return Err(error);
-                    }
-                    tracing::warn!(%error, records = batch.len(), retry_in_ms = backoff.as_millis(), "usage write failed; will retry");
-                    self.sleep_unless_stopped(backoff).await;
-                    backoff = backoff.saturating_mul(2).min(self.config.retry_max);
-                }
-            }
-        }
-    }
-
-    /// Sleeps for `delay`, cut short by the deadline once shutdown has begun.
-    async fn sleep_unless_stopped(&mut self, delay: Duration) {
-        let until = Instant::now() + delay;
-        match self.deadline {
-            Some(deadline) => tokio::time::sleep_until(until.min(deadline)).await,
-            None => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(until) => {}
-                    () = self.stop.notified() => self.begin_shutdown(),
-                }
-            }
-        }
-    }
-
-    async fn on_written(&self, batch: &[UsageRecord], inserted: u64) {
-        let len = u64::try_from(batch.len()).unwrap_or(u64::MAX);
-        self.counters.written.fetch_add(inserted, Ordering::Relaxed);
-        self.counters
-            .duplicates
-            .fetch_add(len.saturating_sub(inserted), Ordering::Relaxed);
-        self.counters.pending.fetch_sub(batch.len(), Ordering::AcqRel);
-        if !self.config.touch_keys {
-            return;
-        }
-        let mut latest: HashMap<_, _> = HashMap::new();
-        for record in batch {
-            if let Some(key_id) = record.key_id {
-                let at = latest.entry(key_id).or_insert(record.created_at);
-                *at = (*at).max(record.created_at);
-            }
-        }
-        let uses: Vec<KeyUse> = latest
-            .into_iter()
-            .map(|(key_id, at)| KeyUse { key_id, at })
-            .collect();
-        if let Err(error) = self.backend.touch_keys(&uses).await {
-            // Only `last_used_at` lags; the usage itself is stored.
-            tracing::warn!(%error, "updating last_used_at of keys failed");
-        }
-    }
-}
-
 #[cfg(test)]
-#[path = "writer_tests.rs"]
 mod tests;

@@ -1,0 +1,136 @@
+//! Unit tests of the spool files: durability across a "dead" owner, locking, corrupt lines.
+
+use super::*;
+
+fn record(i: usize) -> UsageRecord {
+    UsageRecord::new(format!("spool-req-{i}"), "/v1/images/generations", "gpt-image-2")
+}
+
+async fn drain(spool: &mut UsageSpool, batch_size: usize) -> (Vec<String>, ReadSummary) {
+    let mut seen = Vec::new();
+    let mut cursor = spool.start_replay();
+    while let Some(batch) = spool.next_batch(&mut cursor, batch_size) {
+        assert!(batch.len() <= batch_size);
+        seen.extend(batch.iter().map(|r| r.request_id.clone()));
+    }
+    spool.finish_replay();
+    (seen, cursor.summary)
+}
+
+fn spool_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test]
+async fn appended_records_are_read_back_in_batches_then_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spool = UsageSpool::open(dir.path()).unwrap();
+    assert!(spool.is_empty());
+    let records: Vec<UsageRecord> = (0..7).map(record).collect();
+    spool.append(&records[..3]).unwrap();
+    spool.append(&records[3..]).unwrap();
+    assert_eq!(spool.own_records(), 7);
+    assert!(!spool.is_empty());
+
+    let (seen, summary) = drain(&mut spool, 3).await;
+    let expected: Vec<String> = records.iter().map(|r| r.request_id.clone()).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(summary.records, 7);
+    assert!(spool.is_empty());
+    assert_eq!(std::fs::metadata(spool.path()).unwrap().len(), 0);
+    let (again, _) = drain(&mut spool, 3).await;
+    assert!(again.is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_replay_forgets_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spool = UsageSpool::open(dir.path()).unwrap();
+    spool.append(&(0..5).map(record).collect::<Vec<_>>()).unwrap();
+    // Two batches read, then the database fails: the replay is abandoned unfinished.
+    let mut cursor = spool.start_replay();
+    assert_eq!(spool.next_batch(&mut cursor, 2).unwrap().len(), 2);
+    assert_eq!(spool.next_batch(&mut cursor, 2).unwrap().len(), 2);
+    assert_eq!(spool.own_records(), 5);
+    let (seen, _) = drain(&mut spool, 2).await;
+    assert_eq!(seen.len(), 5);
+}
+
+#[tokio::test]
+async fn the_file_of_a_dead_process_is_claimed_and_removed_after_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dead = UsageSpool::open(dir.path()).unwrap();
+    dead.append(&(0..4).map(record).collect::<Vec<_>>()).unwrap();
+    let dead_path = dead.path().to_owned();
+    // Dropping the spool releases its lock like the death of its process does; the file stays.
+    drop(dead);
+    assert!(dead_path.exists());
+
+    let mut next = UsageSpool::open(dir.path()).unwrap();
+    assert!(!next.is_empty(), "the orphan is waiting for replay");
+    let (seen, summary) = drain(&mut next, 10).await;
+    assert_eq!(seen.len(), 4);
+    assert_eq!(summary.records, 4);
+    assert!(!dead_path.exists());
+    drop(next);
+    assert!(
+        spool_files(dir.path()).is_empty(),
+        "an empty spool leaves no file behind"
+    );
+}
+
+#[tokio::test]
+async fn the_file_of_a_live_process_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut live = UsageSpool::open(dir.path()).unwrap();
+    live.append(&[record(1)]).unwrap();
+    let mut other = UsageSpool::open(dir.path()).unwrap();
+    assert!(other.is_empty());
+    let (seen, _) = drain(&mut other, 10).await;
+    assert!(seen.is_empty());
+    assert!(live.path().exists());
+    assert_eq!(live.own_records(), 1);
+}
+
+#[tokio::test]
+async fn a_partial_last_line_is_skipped_and_the_rest_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dead = UsageSpool::open(dir.path()).unwrap();
+    dead.append(&(0..3).map(record).collect::<Vec<_>>()).unwrap();
+    let path = dead.path().to_owned();
+    drop(dead);
+    // A crash in the middle of a write: half a record and no newline.
+    let half = serde_json::to_string(&record(99)).unwrap();
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(&half.as_bytes()[..half.len() / 2]).unwrap();
+    drop(file);
+
+    let mut next = UsageSpool::open(dir.path()).unwrap();
+    let (seen, summary) = drain(&mut next, 10).await;
+    assert_eq!(seen, ["spool-req-0", "spool-req-1", "spool-req-2"]);
+    assert_eq!(summary.corrupt_lines, 1);
+}
+
+#[tokio::test]
+async fn garbage_in_the_middle_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dead = UsageSpool::open(dir.path()).unwrap();
+    dead.append(&[record(0)]).unwrap();
+    let path = dead.path().to_owned();
+    drop(dead);
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(b"{not json\n\xff\xfe\n").unwrap();
+    let line = serde_json::to_string(&record(1)).unwrap();
+    writeln!(file, "{line}").unwrap();
+    drop(file);
+
+    let mut next = UsageSpool::open(dir.path()).unwrap();
+    let (seen, summary) = drain(&mut next, 10).await;
+    assert_eq!(seen, ["spool-req-0", "spool-req-1"]);
+    assert_eq!(summary.corrupt_lines, 2);
+}

@@ -1,0 +1,264 @@
+//! The writer's background task: batches records, writes them, retries, and (with a spool)
+//! parks batches on disk while the database is unreachable, replaying them when it is back.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc};
+use tokio::time::Instant;
+
+use super::{Counters, UsageBackend, UsageWriterConfig, WriterError};
+use crate::model::{KeyUse, UsageRecord};
+use crate::spool::UsageSpool;
+
+pub(super) struct Flusher {
+    pub(super) backend: Arc<dyn UsageBackend>,
+    pub(super) config: UsageWriterConfig,
+    pub(super) counters: Arc<Counters>,
+    pub(super) stop: Arc<Notify>,
+    /// Set once shutdown was asked for: retries end there.
+    pub(super) deadline: Option<Instant>,
+    /// Where batches go while the database is unreachable.
+    pub(super) spool: Option<UsageSpool>,
+    /// Replay of the spool is not tried before this instant.
+    pub(super) next_replay: Instant,
+    /// Delay before the next replay attempt after a failed one.
+    pub(super) replay_backoff: Duration,
+}
+
+impl Flusher {
+    pub(super) async fn run(mut self, mut rx: mpsc::Receiver<UsageRecord>) -> Result<(), WriterError> {
+        let batch_size = self.config.batch_size.max(1);
+        let mut buffer: Vec<UsageRecord> = Vec::with_capacity(batch_size);
+        let mut ticker = tokio::time::interval(self.config.flush_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        while self.deadline.is_none() {
+            tokio::select! {
+                biased;
+                () = self.stop.notified() => self.begin_shutdown(),
+                received = rx.recv() => match received {
+                    Some(record) => {
+                        buffer.push(record);
+                        if buffer.len() >= batch_size {
+                            self.flush_all(&mut buffer).await?;
+                        }
+                    }
+                    // Every sink is gone: nothing more can arrive.
+                    None => self.begin_shutdown(),
+                },
+                _ = ticker.tick() => {
+                    self.replay_if_due().await;
+                    self.flush_all(&mut buffer).await?;
+                }
+            }
+        }
+        rx.close();
+        while let Some(record) = rx.recv().await {
+            buffer.push(record);
+        }
+        self.flush_all(&mut buffer).await?;
+        // Last chance to empty the spool; what stays is replayed by the next process.
+        self.next_replay = Instant::now();
+        self.replay_if_due().await;
+        Ok(())
+    }
+
+    fn begin_shutdown(&mut self) {
+        if self.deadline.is_none() {
+            self.deadline = Some(Instant::now() + self.config.shutdown_timeout);
+        }
+    }
+
+    /// Whether batches are known to need the spool (it holds records not yet replayed).
+    fn degraded(&self) -> bool {
+        self.spool.as_ref().is_some_and(|s| !s.is_empty())
+    }
+
+    /// Writes `buffer` in batches; on a failure past the deadline returns everything unwritten.
+    async fn flush_all(&mut self, buffer: &mut Vec<UsageRecord>) -> Result<(), WriterError> {
+        let batch_size = self.config.batch_size.max(1);
+        while !buffer.is_empty() {
+            let end = buffer.len().min(batch_size);
+            if let Err(last_error) = self.store_batch(buffer.get(..end).unwrap_or_default()).await {
+                return Err(WriterError::Unflushed {
+                    records: std::mem::take(buffer),
+                    last_error,
+                });
+            }
+            buffer.drain(..end);
+        }
+        Ok(())
+    }
+
+    /// Puts the batch in the database or, when that keeps failing and there is a spool, in the
+    /// spool. Retries until one works, or until the shutdown deadline has passed.
+    async fn store_batch(&mut self, batch: &[UsageRecord]) -> Result<(), String> {
+        let mut backoff = self.config.retry_initial;
+        let mut failures: u32 = 0;
+        let mut last_error = String::new();
+        // While the spool holds records the database is known to be down (or just back: the
+        // next replay finds out): the first attempt goes straight to the spool.
+        let mut straight_to_spool = self.degraded();
+        loop {
+            if !straight_to_spool {
+                match self.attempt(batch).await {
+                    Ok(inserted) => {
+                        self.on_written(batch, inserted).await;
+                        self.counters.pending.fetch_sub(batch.len(), Ordering::AcqRel);
+                        return Ok(());
+                    }
+                    Err(error) => {
+                        self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
+                        failures += 1;
+                        last_error = error;
+                    }
+                }
+            }
+            let past_deadline = self.deadline.is_some_and(|d| Instant::now() >= d);
+            let give_up_on_db =
+                straight_to_spool || past_deadline || failures >= self.config.spool_after_failures;
+            straight_to_spool = false;
+            if give_up_on_db && self.spool_batch(batch) {
+                return Ok(());
+            }
+            if past_deadline {
+                tracing::error!(error = %last_error, records = batch.len(), "usage write failed at shutdown");
+                return Err(last_error);
+            }
+            tracing::warn!(error = %last_error, records = batch.len(), retry_in_ms = backoff.as_millis(), "usage write failed; will retry");
+            self.sleep_unless_stopped(backoff).await;
+            backoff = backoff.saturating_mul(2).min(self.config.retry_max);
+        }
+    }
+
+    /// One insert, cut short by the shutdown deadline.
+    async fn attempt(&self, batch: &[UsageRecord]) -> Result<u64, String> {
+        let attempt = self.backend.insert_usage_batch(batch);
+        match self.deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(result) => result.map_err(|e| e.to_string()),
+                Err(_) => Err("shutdown deadline reached during a write".to_owned()),
+            },
+            None => attempt.await.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Appends the batch to the spool; false when there is none or the write failed.
+    fn spool_batch(&mut self, batch: &[UsageRecord]) -> bool {
+        let Some(spool) = self.spool.as_mut() else {
+            return false;
+        };
+        let was_empty = spool.is_empty();
+        match spool.append(batch) {
+            Ok(()) => {
+                let len = u64::try_from(batch.len()).unwrap_or(u64::MAX);
+                self.counters.spooled.fetch_add(len, Ordering::Relaxed);
+                self.counters.pending.fetch_sub(batch.len(), Ordering::AcqRel);
+                if was_empty {
+                    tracing::warn!(path = %spool.path().display(), "database unreachable: usage records go to the local spool until it is back");
+                    self.replay_backoff = self.config.retry_initial;
+                    self.next_replay = Instant::now() + self.replay_backoff;
+                }
+                true
+            }
+            Err(error) => {
+                self.counters.failed_spool_writes.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(%error, records = batch.len(), "usage spool write failed; the records stay in memory and are retried");
+                false
+            }
+        }
+    }
+
+    /// Replays the spool into the database when it holds records and a replay is due.
+    async fn replay_if_due(&mut self) {
+        if !self.degraded() || Instant::now() < self.next_replay {
+            return;
+        }
+        let Some(mut spool) = self.spool.take() else {
+            return;
+        };
+        let batch_size = self.config.batch_size.max(1);
+        let mut cursor = spool.start_replay();
+        let mut result = Ok(());
+        while let Some(batch) = spool.next_batch(&mut cursor, batch_size) {
+            if batch.is_empty() {
+                continue;
+            }
+            match self.attempt(&batch).await {
+                Ok(inserted) => {
+                    self.on_written(&batch, inserted).await;
+                    let len = u64::try_from(batch.len()).unwrap_or(u64::MAX);
+                    self.counters.replayed.fetch_add(len, Ordering::Relaxed);
+                }
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            spool.finish_replay();
+        }
+        let summary = cursor.summary;
+        self.spool = Some(spool);
+        match result {
+            Ok(()) => {
+                tracing::info!(
+                    records = summary.records,
+                    skipped_lines = summary.corrupt_lines,
+                    "usage spool replayed into the database"
+                );
+                self.replay_backoff = self.config.retry_initial;
+            }
+            Err(error) => {
+                self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(%error, retry_in_ms = self.replay_backoff.as_millis(), "usage spool replay failed");
+                self.next_replay = Instant::now() + self.replay_backoff;
+                self.replay_backoff = self.replay_backoff.saturating_mul(2).min(self.config.retry_max);
+            }
+        }
+    }
+
+    /// Sleeps for `delay`, cut short by the deadline once shutdown has begun.
+    async fn sleep_unless_stopped(&mut self, delay: Duration) {
+        let until = Instant::now() + delay;
+        match self.deadline {
+            Some(deadline) => tokio::time::sleep_until(until.min(deadline)).await,
+            None => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(until) => {}
+                    () = self.stop.notified() => self.begin_shutdown(),
+                }
+            }
+        }
+    }
+
+    /// Counts a stored batch and moves its keys' `last_used_at` forward.
+    async fn on_written(&self, batch: &[UsageRecord], inserted: u64) {
+        let len = u64::try_from(batch.len()).unwrap_or(u64::MAX);
+        self.counters.written.fetch_add(inserted, Ordering::Relaxed);
+        self.counters
+            .duplicates
+            .fetch_add(len.saturating_sub(inserted), Ordering::Relaxed);
+        if !self.config.touch_keys {
+            return;
+        }
+        let mut latest: HashMap<_, _> = HashMap::new();
+        for record in batch {
+            if let Some(key_id) = record.key_id {
+                let at = latest.entry(key_id).or_insert(record.created_at);
+                *at = (*at).max(record.created_at);
+            }
+        }
+        let uses: Vec<KeyUse> = latest
+            .into_iter()
+            .map(|(key_id, at)| KeyUse { key_id, at })
+            .collect();
+        if let Err(error) = self.backend.touch_keys(&uses).await {
+            // Only `last_used_at` lags; the usage itself is stored.
+            tracing::warn!(%error, "updating last_used_at of keys failed");
+        }
+    }
+}
