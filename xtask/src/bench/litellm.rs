@@ -14,6 +14,10 @@ pub const TINY_MODEL: &str = "gpt-image-2-tiny";
 /// Model name that LiteLLM relays to the full-size simulator.
 pub const IMAGES_MODEL: &str = "gpt-image-2";
 
+/// The proxy's master key (it refuses to start without one; a fixed, long key is fine for a
+/// loopback benchmark).
+pub const MASTER_KEY: &str = "sk-benchc0ffee0123456789abcdef0123456789abcdef0123456789abcdef01234567";
+
 /// The requirement lister run inside the venv (see the script's docstring).
 const DEPS_SCRIPT: &str = include_str!("litellm_deps.py");
 
@@ -84,7 +88,7 @@ pub fn config_yaml(tiny_sim: &str, images_sim: &str) -> String {
         )
     };
     format!(
-        "model_list:\n{}{}litellm_settings:\n  drop_params: false\n",
+        "model_list:\n{}{}litellm_settings:\n  drop_params: false\ngeneral_settings:\n  master_key: {MASTER_KEY}\n",
         entry(TINY_MODEL, tiny_sim),
         entry(IMAGES_MODEL, images_sim)
     )
@@ -123,7 +127,7 @@ pub async fn start(
     let mut proc = Proc::wrap("litellm", child);
     let url = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(240);
     while Instant::now() < deadline {
         let ready = client
             .get(format!("{url}/health/liveliness"))
@@ -157,6 +161,7 @@ mod tests {
     fn config_relays_both_models_to_their_simulators() {
         let yaml = config_yaml("http://127.0.0.1:1", "http://127.0.0.1:2");
         assert!(yaml.contains("model_name: gpt-image-2-tiny\n    litellm_params:\n      model: openai/gpt-image-2\n      api_base: http://127.0.0.1:1/v1"));
+        assert!(yaml.contains(&format!("master_key: {MASTER_KEY}")));
         assert!(yaml.contains("model_name: gpt-image-2\n    litellm_params:\n      model: openai/gpt-image-2\n      api_base: http://127.0.0.1:2/v1"));
     }
 }

@@ -176,14 +176,22 @@ async fn load_runs(
         litellm: None,
     };
     let mut runs = Vec::new();
+    let mut shared_litellm = None;
     for scenario in scenarios::all() {
         for target in [Target::Floor, Target::Imagegate, Target::Litellm] {
             if target == Target::Litellm && bench.litellm_config.is_none() {
                 continue;
             }
             eprintln!("bench: {} via {}", scenario.id, target.label());
-            runs.push(bench.one(&scenario, target, &endpoints).await);
+            runs.push(
+                bench
+                    .one(&scenario, target, &endpoints, &mut shared_litellm)
+                    .await,
+            );
         }
+    }
+    if let Some((proc, _)) = shared_litellm {
+        proc.stop(Duration::from_secs(5));
     }
     drop(tiny_sim_proc);
     drop(images_sim_proc);
@@ -191,21 +199,40 @@ async fn load_runs(
 }
 
 impl Bench<'_> {
-    /// One scenario against one target, with a fresh gateway or LiteLLM process (so its peak
-    /// memory is this scenario's).
-    async fn one(&self, scenario: &Scenario, target: Target, endpoints: &Endpoints) -> Run {
+    /// One scenario against one target. The gateway is a fresh process every time; LiteLLM (slow
+    /// to start) is fresh where memory is measured (image and edit scenarios) and shared by the
+    /// others (`shared` holds it between calls).
+    async fn one(
+        &self,
+        scenario: &Scenario,
+        target: Target,
+        endpoints: &Endpoints,
+        shared: &mut Option<(procs::Proc, String)>,
+    ) -> Run {
         let mut endpoints = endpoints.clone();
-        let server = match self.start(target, &scenario.id, &mut endpoints).await {
-            Ok(server) => server,
-            Err(error) => return Run::failed(scenario, target, format!("could not start: {error}")),
+        let measures_memory = matches!(scenario.group, Group::Image | Group::Edit);
+        let reuse = target == Target::Litellm && !measures_memory;
+        let server = if reuse && shared.is_some() {
+            endpoints.litellm = shared.as_ref().map(|(_, url)| url.clone());
+            None
+        } else {
+            match self.start(target, &scenario.id, &mut endpoints).await {
+                Ok(server) => server,
+                Err(error) => return Run::failed(scenario, target, format!("could not start: {error}")),
+            }
         };
         let Some(spec) = scenarios::request(scenario, target, &endpoints, &self.edit_body) else {
             return Run::failed(scenario, target, "no endpoint".to_owned());
         };
         let mut run = self.measure(scenario, target, &spec).await;
         if let Some(server) = server {
-            run.peak_rss_bytes = Some(server.peak_rss());
-            server.stop(Duration::from_secs(5));
+            if measures_memory || target == Target::Imagegate {
+                run.peak_rss_bytes = Some(server.peak_rss());
+            }
+            match (reuse, endpoints.litellm) {
+                (true, Some(url)) => *shared = Some((server, url)),
+                _ => server.stop(Duration::from_secs(5)),
+            }
         }
         run
     }

@@ -142,7 +142,11 @@ pub fn request(
             } else {
                 litellm::IMAGES_MODEL
             };
-            (endpoints.litellm.clone()?, None, model)
+            (
+                endpoints.litellm.clone()?,
+                Some(litellm::MASTER_KEY.to_owned()),
+                model,
+            )
         }
     };
     let spec = match scenario.group {
