@@ -87,7 +87,7 @@ pub fn collect(criterion_dir: &Path, groups: &[&str]) -> Vec<Micro> {
     let mut found = Vec::new();
     walk(criterion_dir, criterion_dir, &mut found);
     found.retain(|m: &Micro| groups.iter().any(|g| m.id.starts_with(&format!("{g}/"))));
-    found.sort_by(|a, b| natural_key(&a.id).cmp(&natural_key(&b.id)));
+    found.sort_by_key(|m| natural_key(&m.id));
     found
 }
 

@@ -169,13 +169,12 @@ pub fn write(report: &Report, dir: &Path) -> Result<(), String> {
 /// when the markers are missing).
 pub fn splice(existing: &str, section: &str) -> String {
     let block = format!("{BEGIN}\n{}\n{END}", section.trim_end());
-    if let (Some(begin), Some(end)) = (existing.find(BEGIN), existing.find(END)) {
-        if begin < end {
-            let mut out = existing[..begin].to_owned();
-            out.push_str(&block);
-            out.push_str(&existing[end + END.len()..]);
-            return out;
-        }
+    let markers = existing.find(BEGIN).zip(existing.find(END));
+    if let Some((begin, end)) = markers.filter(|(begin, end)| begin < end) {
+        let mut out = existing[..begin].to_owned();
+        out.push_str(&block);
+        out.push_str(&existing[end + END.len()..]);
+        return out;
     }
     let mut out = existing.trim_end().to_owned();
     out.push_str("\n\n");
