@@ -2,9 +2,13 @@
 //!
 //! - `schemas [--check]`: write the JSON Schemas of the public wire types and of the registry manifest
 //!   into `schemas/`; with `--check`, fail when a committed schema is stale, missing or extra.
+//! - `bench [--quick] [--no-litellm]`: measure the gateway against its floor (straight to the
+//!   simulator) and the LiteLLM proxy, run the criterion microbenchmarks, and write
+//!   `docs/benchmarks.md` (generated section) and `docs/benchmarks.json`.
 //! - `test`: prepare the test environment (`scripts/setup-test-env.sh`: services, Python SDK venv,
 //!   browser) and run the whole test suite (nextest, then doctests).
 
+mod bench;
 mod schemas;
 mod test;
 
@@ -15,6 +19,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("schemas") => schemas::run(args.iter().any(|a| a == "--check")),
         Some("test") => test::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         _ => Err(usage()),
     };
     match result {
@@ -27,7 +32,8 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> String {
-    "usage: cargo xtask schemas [--check] | cargo xtask test [--no-setup] [NEXTEST ARGS...]".to_owned()
+    "usage: cargo xtask schemas [--check] | cargo xtask test [--no-setup] [NEXTEST ARGS...] | cargo xtask bench [--quick] [--no-litellm]"
+        .to_owned()
 }
 
 /// The workspace root: xtask lives one folder below it.

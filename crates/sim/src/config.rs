@@ -37,7 +37,13 @@ pub struct SimConfig {
     pub refresh_tokens: Vec<String>,
     /// `expires_in` of the access tokens the OAuth token endpoint issues.
     pub access_token_ttl: Duration,
+    /// Render every image at [`TINY_IMAGE_EDGE`] pixels square whatever size was asked (the response still
+    /// reports the requested size): tiny bodies for measuring per-request overhead.
+    pub tiny_images: bool,
 }
+
+/// Edge, in pixels, of the images rendered with [`SimConfig::tiny_images`].
+pub const TINY_IMAGE_EDGE: u32 = 32;
 
 impl Default for SimConfig {
     fn default() -> Self {
@@ -53,6 +59,7 @@ impl Default for SimConfig {
             catalog: ModelCatalog::default(),
             refresh_tokens: Vec::new(),
             access_token_ttl: Duration::from_secs(3600),
+            tiny_images: false,
         }
     }
 }

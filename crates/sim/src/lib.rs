@@ -65,7 +65,7 @@ pub mod wire;
 
 use std::future::Future;
 
-pub use config::SimConfig;
+pub use config::{SimConfig, TINY_IMAGE_EDGE};
 pub use faults::{Fault, FaultKind, FaultRule};
 pub use render::RenderedImage;
 pub use routes::router;

@@ -117,6 +117,12 @@ pub struct ImageOutcome {
     pub usage: Usage,
 }
 
+/// Pixel size of every image when [`SimConfig::tiny_images`] is set.
+const TINY: Dimensions = Dimensions {
+    width: crate::config::TINY_IMAGE_EDGE,
+    height: crate::config::TINY_IMAGE_EDGE,
+};
+
 /// The simulator core: renders images through a bounded cache.
 #[derive(Clone, Debug)]
 pub struct Simulator {
@@ -124,6 +130,7 @@ pub struct Simulator {
     rendering: RenderGates,
     ids: Arc<AtomicU64>,
     seed: u64,
+    tiny_images: bool,
 }
 
 impl Simulator {
@@ -134,6 +141,7 @@ impl Simulator {
             rendering: Arc::default(),
             ids: Arc::new(AtomicU64::new(1)),
             seed: config.seed,
+            tiny_images: config.tiny_images,
         }
     }
 
@@ -151,7 +159,7 @@ impl Simulator {
         let variants: Arc<[Variant]> = variants.into();
         let tasks = (0..u32::from(job.n.max(1))).map(|index| {
             let spec = RenderSpec {
-                dimensions: size,
+                dimensions: if self.tiny_images { TINY } else { size },
                 format: job.output_format,
                 quality,
                 compression: job.output_compression,

@@ -107,3 +107,24 @@ fn ids_are_unique_and_prefixed() {
     assert!(a.starts_with("ig_") && a.len() == 3 + 24);
     assert_ne!(a, b);
 }
+
+#[tokio::test]
+async fn tiny_images_render_small_pictures_but_report_the_requested_size() {
+    let sim = Simulator::new(&SimConfig {
+        tiny_images: true,
+        ..SimConfig::default()
+    });
+    let size = Dimensions {
+        width: 1024,
+        height: 1024,
+    };
+    let mut job = ImageJob::generation("tiny", ImageSize::Exact(size));
+    job.partial_images = 1;
+    let outcome = sim.generate(&job).await.unwrap();
+    assert_eq!(outcome.size, size);
+    let decoded = image::load_from_memory(&outcome.images[0].bytes().unwrap()).unwrap();
+    let edge = crate::config::TINY_IMAGE_EDGE;
+    assert_eq!((decoded.width(), decoded.height()), (edge, edge));
+    assert!(outcome.images[0].b64_len() < 16 * 1024);
+    assert_eq!(outcome.partials[0].len(), 1);
+}

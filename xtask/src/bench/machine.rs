@@ -1,0 +1,103 @@
+//! A description of the machine and the code the figures were measured on.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde::Serialize;
+
+/// The machine, its load and the code.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Machine {
+    /// `model name` of the first CPU.
+    pub cpu: String,
+    /// Online CPUs.
+    pub cpus: usize,
+    /// `MemTotal`, GiB.
+    pub memory_gib: f64,
+    /// `uname -sr`.
+    pub kernel: String,
+    /// `rustc -V`.
+    pub rustc: String,
+    /// `git rev-parse --short HEAD` (with `-dirty` when the tree has changes).
+    pub commit: String,
+    /// 1-minute load average when the run started.
+    pub load_average: f64,
+    /// Whether the gateway and the load generator ran on separate CPUs.
+    pub pinned: bool,
+    /// UTC start of the run, RFC 3339.
+    pub started_utc: String,
+}
+
+impl Machine {
+    /// Reads everything from `/proc` and a few commands; unknown parts stay empty.
+    pub fn probe(root: &Path, pinned: bool) -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let dirty = !output(root, "git", &["status", "--porcelain"]).is_empty();
+        let mut commit = output(root, "git", &["rev-parse", "--short", "HEAD"]);
+        if dirty {
+            commit.push_str("-dirty");
+        }
+        Self {
+            cpu: cpu_model(&cpuinfo),
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            memory_gib: mem_total_kib(&meminfo) as f64 / (1024.0 * 1024.0),
+            kernel: output(root, "uname", &["-sr"]),
+            rustc: output(root, "rustc", &["-V"]),
+            commit,
+            load_average: loadavg
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0),
+            pinned,
+            started_utc: output(root, "date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]),
+        }
+    }
+}
+
+fn output(root: &Path, program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .current_dir(root)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// `model name` of the first processor in a `/proc/cpuinfo` text.
+pub fn cpu_model(cpuinfo: &str) -> String {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, KiB.
+pub fn mem_total_kib(meminfo: &str) -> u64 {
+    meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_and_memory_are_read() {
+        let cpuinfo = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t: x\n";
+        assert_eq!(cpu_model(cpuinfo), "Intel(R) Xeon(R) Processor");
+        assert_eq!(
+            mem_total_kib("MemTotal:       25165824 kB\nMemFree: 1 kB\n"),
+            25_165_824
+        );
+        assert_eq!(cpu_model(""), "");
+    }
+}

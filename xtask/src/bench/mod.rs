@@ -1,0 +1,298 @@
+//! `cargo xtask bench [--quick] [--no-litellm]`: measures imagegate against its floor (the load
+//! generator straight to `imagegate-sim`) and the LiteLLM proxy, side by side in one run, runs the
+//! criterion microbenchmarks, and writes `docs/benchmarks.md` (between markers) and
+//! `docs/benchmarks.json`.
+//!
+//! `--quick`: 1 s per scenario and short criterion runs, and LiteLLM only if already installed; its
+//! report goes to `target/bench-quick/` so the committed figures stay those of a full run.
+
+mod litellm;
+mod loadgen;
+mod machine;
+mod micro;
+mod procs;
+mod report;
+mod scenarios;
+mod targets;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use loadgen::{LoadShape, RequestSpec};
+use report::{Report, Run};
+use scenarios::{Endpoints, Group, Scenario, Target};
+
+/// Command-line options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Short runs, no LiteLLM install, report under `target/bench-quick/`.
+    pub quick: bool,
+    /// Skip LiteLLM entirely.
+    pub no_litellm: bool,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Self, String> {
+        let mut options = Self::default();
+        for arg in args {
+            match arg.as_str() {
+                "--quick" => options.quick = true,
+                "--no-litellm" => options.no_litellm = true,
+                other => return Err(format!("bench: unknown option {other}")),
+            }
+        }
+        Ok(options)
+    }
+
+    /// Warm-up and measured window of every load run.
+    pub fn windows(self) -> (Duration, Duration) {
+        if self.quick {
+            (Duration::from_millis(300), Duration::from_secs(1))
+        } else {
+            (Duration::from_secs(2), Duration::from_secs(5))
+        }
+    }
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let options = Options::parse(args)?;
+    let started = Instant::now();
+    let root = crate::workspace_root();
+    // Builds first, on every CPU, before this process pins itself.
+    status(
+        Command::new("cargo")
+            .args(["build", "--release", "-p", "imagegate", "-p", "imagegate-sim"])
+            .current_dir(&root),
+    )?;
+    micro::build(&root)?;
+    let with_litellm = !options.no_litellm && (!options.quick || litellm::installed(&root));
+    if with_litellm {
+        litellm::ensure_installed(&root)?;
+    }
+    let pin = procs::can_pin();
+    if pin {
+        procs::pin_self(procs::CLIENT_CPU)?;
+    }
+    let machine = machine::Machine::probe(&root, pin);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio: {e}"))?;
+    let work = root.join("target/bench-work");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let runs = runtime.block_on(load_runs(&root, &work, options, with_litellm, pin))?;
+    micro::run(&root, options.quick)?;
+    let micro = micro::collect(
+        &root.join("target/criterion"),
+        &["pick_lease_release", "size_validation", "sse_encode"],
+    );
+    let mut report = Report {
+        quick: options.quick,
+        duration_s: 0.0,
+        machine,
+        commands: report::commands(options),
+        litellm_version: with_litellm.then(|| litellm::VERSION.to_owned()),
+        runs,
+        micro,
+        targets: Vec::new(),
+    };
+    report.targets = targets::evaluate(&report);
+    report.duration_s = started.elapsed().as_secs_f64();
+    let out = if options.quick {
+        root.join("target/bench-quick")
+    } else {
+        root.join("docs")
+    };
+    report::write(&report, &out)?;
+    println!(
+        "bench: wrote {} and {} in {:.0} s",
+        out.join("benchmarks.md").display(),
+        out.join("benchmarks.json").display(),
+        report.duration_s
+    );
+    Ok(())
+}
+
+/// Everything the load runs need.
+struct Bench<'a> {
+    root: &'a Path,
+    bin: PathBuf,
+    work: &'a Path,
+    setup: procs::GatewaySetup,
+    litellm_config: Option<PathBuf>,
+    server_cpu: Option<usize>,
+    shape: (Duration, Duration),
+    client: reqwest::Client,
+    edit_body: Bytes,
+}
+
+async fn load_runs(
+    root: &Path,
+    work: &Path,
+    options: Options,
+    with_litellm: bool,
+    pin: bool,
+) -> Result<Vec<Run>, String> {
+    let bin = root.join("target/release");
+    let client_cpu = pin.then_some(procs::CLIENT_CPU);
+    let (tiny_sim_proc, tiny_sim) = procs::start_sim(&bin, work, true, client_cpu)?;
+    let (images_sim_proc, images_sim) = procs::start_sim(&bin, work, false, client_cpu)?;
+    let setup = procs::setup_gateway(&bin, work, &tiny_sim, &images_sim)?;
+    let litellm_config = if with_litellm {
+        let path = work.join("litellm.yaml");
+        std::fs::write(&path, litellm::config_yaml(&tiny_sim, &images_sim))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Some(path)
+    } else {
+        None
+    };
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(120))
+        .build()
+        .map_err(|e| format!("http client: {e}"))?;
+    let bench = Bench {
+        root,
+        bin,
+        work,
+        setup,
+        litellm_config,
+        server_cpu: pin.then_some(procs::SERVER_CPU),
+        shape: options.windows(),
+        client,
+        edit_body: scenarios::edit_body(scenarios::EDIT_IMAGE_BYTES),
+    };
+    let endpoints = Endpoints {
+        tiny_sim,
+        images_sim,
+        gateway: String::new(),
+        tiny_key: bench.setup.tiny_key.clone(),
+        images_key: bench.setup.images_key.clone(),
+        litellm: None,
+    };
+    let mut runs = Vec::new();
+    let mut shared_litellm = None;
+    for scenario in scenarios::all() {
+        for target in [Target::Floor, Target::Imagegate, Target::Litellm] {
+            if target == Target::Litellm && bench.litellm_config.is_none() {
+                continue;
+            }
+            eprintln!("bench: {} via {}", scenario.id, target.label());
+            runs.push(
+                bench
+                    .one(&scenario, target, &endpoints, &mut shared_litellm)
+                    .await,
+            );
+        }
+    }
+    if let Some((proc, _)) = shared_litellm {
+        proc.stop(Duration::from_secs(5));
+    }
+    drop(tiny_sim_proc);
+    drop(images_sim_proc);
+    Ok(runs)
+}
+
+impl Bench<'_> {
+    /// One scenario against one target. The gateway is a fresh process every time; LiteLLM (slow
+    /// to start) is fresh where memory is measured (image and edit scenarios) and shared by the
+    /// others (`shared` holds it between calls).
+    async fn one(
+        &self,
+        scenario: &Scenario,
+        target: Target,
+        endpoints: &Endpoints,
+        shared: &mut Option<(procs::Proc, String)>,
+    ) -> Run {
+        let mut endpoints = endpoints.clone();
+        let measures_memory = matches!(scenario.group, Group::Image | Group::Edit);
+        let reuse = target == Target::Litellm && !measures_memory;
+        let server = if reuse && shared.is_some() {
+            endpoints.litellm = shared.as_ref().map(|(_, url)| url.clone());
+            None
+        } else {
+            match self.start(target, &scenario.id, &mut endpoints).await {
+                Ok(server) => server,
+                Err(error) => return Run::failed(scenario, target, format!("could not start: {error}")),
+            }
+        };
+        let Some(spec) = scenarios::request(scenario, target, &endpoints, &self.edit_body) else {
+            return Run::failed(scenario, target, "no endpoint".to_owned());
+        };
+        let mut run = self.measure(scenario, target, &spec).await;
+        if let Some(server) = server {
+            if measures_memory || target == Target::Imagegate {
+                run.peak_rss_bytes = Some(server.peak_rss());
+            }
+            match (reuse, endpoints.litellm) {
+                (true, Some(url)) => *shared = Some((server, url)),
+                _ => server.stop(Duration::from_secs(5)),
+            }
+        }
+        run
+    }
+
+    async fn start(
+        &self,
+        target: Target,
+        id: &str,
+        endpoints: &mut Endpoints,
+    ) -> Result<Option<procs::Proc>, String> {
+        match target {
+            Target::Floor => Ok(None),
+            Target::Imagegate => {
+                let log = self.work.join(format!("imagegate-{id}.log"));
+                let (proc, url) = procs::start_gateway(&self.bin, &self.setup, &log, self.server_cpu)?;
+                endpoints.gateway = url;
+                Ok(Some(proc))
+            }
+            Target::Litellm => {
+                let config = self.litellm_config.as_deref().ok_or("LiteLLM not configured")?;
+                let port = litellm::free_port()?;
+                let (proc, url) = litellm::start(self.root, self.work, config, port, self.server_cpu).await?;
+                endpoints.litellm = Some(url);
+                Ok(Some(proc))
+            }
+        }
+    }
+
+    /// A probe request (which must succeed with an image or an event stream), then the load.
+    async fn measure(&self, scenario: &Scenario, target: Target, spec: &RequestSpec) -> Run {
+        let probe = match loadgen::send_raw(&self.client, spec, Instant::now(), true).await {
+            Ok(answer) => answer,
+            Err(error) => return Run::failed(scenario, target, error),
+        };
+        if let Some(reason) = report::unsupported_reason(&probe, spec.first_event) {
+            return Run::unsupported(scenario, target, reason);
+        }
+        let (warmup, measure) = self.shape;
+        let shape = LoadShape {
+            concurrency: scenario.concurrency,
+            warmup,
+            measure,
+        };
+        let result = loadgen::run(&self.client, spec, shape).await;
+        let mut run = Run::measured(scenario, target, result);
+        run.response_bytes = Some(probe.bytes);
+        if scenario.group == Group::Edit {
+            run.request_bytes = Some(spec.body.len() as u64);
+        }
+        run
+    }
+}
+
+/// Runs `command`, failing on a non-zero exit.
+pub fn status(command: &mut Command) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    let status = command.status().map_err(|e| format!("{shown}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed: {status}"))
+    }
+}
