@@ -125,6 +125,15 @@ impl Gateway {
         format!("{}/v1{path}", self.url)
     }
 
+    /// Kills the process with SIGKILL (`kill -9`: no shutdown, no release of anything it holds)
+    /// and reaps it.
+    pub fn kill_hard(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Sends SIGTERM and waits for the process to exit; returns whether it exited successfully.
     pub fn stop(&mut self) -> bool {
         let Some(mut child) = self.child.take() else {
