@@ -378,8 +378,8 @@ async fn a_disabled_key_stops_on_every_replica_within_two_seconds() {
         assert_eq!(c.generate(gateway).send().await.unwrap().status(), 200);
     }
     let keys: Value = serde_json::from_str(&c.admin(&["keys", "list", "--json"])).unwrap();
-    let id = keys[0]["id"].to_string();
-    c.admin(&["keys", "disable", &id]);
+    let public_id = keys[0]["public_id"].as_str().unwrap().to_owned();
+    c.admin(&["keys", "disable", &public_id]);
     let disabled = Instant::now();
     for (name, gateway) in [("A", &a), ("B", &b)] {
         loop {

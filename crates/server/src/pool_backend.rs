@@ -36,6 +36,7 @@ pub enum BackendError {
     #[error("redis: {0}")]
     Redis(String),
     #[error("--redis-url is set but this build has no Redis support (cargo feature `redis`)")]
+    #[cfg_attr(feature = "redis", expect(dead_code, reason = "only builds without Redis refuse it"))]
     NotBuilt,
 }
 
@@ -142,7 +143,7 @@ mod redis_side {
     pub(super) fn build(config: &Config, url: &str) -> Result<PoolBackend, BackendError> {
         let redis = RedisConfig::new(url).with_prefix(key_prefix(&config.redis_prefix));
         let policy = CooldownPolicy::default();
-        let pool = Arc::new(RedisPoolState::new(&redis, policy).map_err(|e| BackendError::Redis(e.to_string()))?);
+        let pool = Arc::new(RedisPoolState::new(&redis, policy.clone()).map_err(|e| BackendError::Redis(e.to_string()))?);
         // Key permits are not renewed: a permit whose replica died counts until this TTL, which
         // must exceed the longest request (its upstream deadline plus the relay to the client).
         let permit_ttl = Duration::from_secs(config.timeouts.large_secs.max(config.timeouts.standard_secs) + 60);
