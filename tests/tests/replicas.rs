@@ -52,9 +52,9 @@ impl Database {
     async fn create() -> Self {
         let admin_url = std::env::var(POSTGRES_URL_ENV).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
         let name = unique("imagegate_replicas");
-        let mut conn = sqlx::PgConnection::connect(&admin_url)
-            .await
-            .unwrap_or_else(|e| panic!("these tests need PostgreSQL at {admin_url} ({POSTGRES_URL_ENV}): {e}"));
+        let mut conn = sqlx::PgConnection::connect(&admin_url).await.unwrap_or_else(|e| {
+            panic!("these tests need PostgreSQL at {admin_url} ({POSTGRES_URL_ENV}): {e}")
+        });
         sqlx::query(&format!("CREATE DATABASE {name}"))
             .execute(&mut conn)
             .await
@@ -192,7 +192,9 @@ impl Cluster {
         self.client
             .post(gateway.v1("/images/generations"))
             .bearer_auth(&self.key)
-            .json(&json!({"model": "gpt-image-2", "prompt": "replicas", "size": "1024x1024", "quality": "low"}))
+            .json(
+                &json!({"model": "gpt-image-2", "prompt": "replicas", "size": "1024x1024", "quality": "low"}),
+            )
     }
 
     async fn sim_stats(&self) -> Value {
@@ -254,18 +256,12 @@ async fn concurrency_one_holds_across_replicas_and_both_write_usage_to_one_datab
     for gateway in [&a, &b] {
         let (status, body) = c.readyz(gateway).await;
         assert_eq!(status, 200);
-        assert_eq!(
-            body,
-            json!({"status": "ready", "database": "ok", "redis": "ok"})
-        );
+        assert_eq!(body, json!({"status": "ready", "database": "ok", "redis": "ok"}));
     }
 
     let requests = (0..20).map(|i| c.generate(if i % 2 == 0 { &a } else { &b }).send());
-    let responses: Vec<reqwest::Response> = join_all(requests)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
+    let responses: Vec<reqwest::Response> =
+        join_all(requests).await.into_iter().map(Result::unwrap).collect();
     let mut ids = Vec::new();
     for response in &responses {
         assert_eq!(response.status(), 200, "{:?}", response.headers());
@@ -279,10 +275,7 @@ async fn concurrency_one_holds_across_replicas_and_both_write_usage_to_one_datab
     );
 
     let records = c.usage_at_least(20).await;
-    let recorded: Vec<&str> = records
-        .iter()
-        .filter_map(|r| r["request_id"].as_str())
-        .collect();
+    let recorded: Vec<&str> = records.iter().filter_map(|r| r["request_id"].as_str()).collect();
     for (i, id) in ids.iter().enumerate() {
         let replica = if i % 2 == 0 { "A" } else { "B" };
         assert!(
@@ -306,12 +299,12 @@ async fn a_429_seen_by_one_replica_cools_the_account_for_the_other() {
     assert_eq!(c.sim_stats().await["requests"], 1);
 
     let second = c.generate(&b).send().await.unwrap();
-    assert_eq!(second.status(), 429, "replica B must know the account is cooling down");
-    let retry_after: u64 = second.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    assert_eq!(
+        second.status(),
+        429,
+        "replica B must know the account is cooling down"
+    );
+    let retry_after: u64 = second.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!(
         retry_after > 500,
         "B's retry-after comes from the reset A saw (600 s): {retry_after}"
@@ -341,7 +334,11 @@ async fn a_killed_replica_frees_its_slot_within_the_lease_ttl() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(c.sim_stats().await["in_flight"], 1, "A's request never reached the upstream");
+    assert_eq!(
+        c.sim_stats().await["in_flight"],
+        1,
+        "A's request never reached the upstream"
+    );
 
     let waiting = tokio::spawn(c.generate(&b).send());
     // Well past the TTL: A's lease must still hold (renewed), so B's request keeps waiting.
@@ -408,7 +405,10 @@ async fn without_redis_a_replica_is_degraded_but_serves_with_local_limits() {
     drop(closed);
     let gateway = c.replica(&["--redis-url", &dead_redis]);
     let (status, body) = c.readyz(&gateway).await;
-    assert_eq!(status, 200, "a Redis outage must not take the replica out of rotation");
+    assert_eq!(
+        status, 200,
+        "a Redis outage must not take the replica out of rotation"
+    );
     assert_eq!(
         body,
         json!({"status": "degraded", "database": "ok", "redis": "unavailable"})

@@ -381,7 +381,10 @@ async fn a_renewed_lease_outlives_its_ttl_and_an_unrenewed_one_does_not() {
     );
     assert!(lease.expires_at() > clock.now(), "the expiry moved forward");
     drop(lease);
-    assert!(pool.acquire(&large()).await.is_ok(), "dropping stops renewing and frees the slot");
+    assert!(
+        pool.acquire(&large()).await.is_ok(),
+        "dropping stops renewing and frees the slot"
+    );
 
     let plain = DispatchConfig {
         lease_ttl: ttl,

@@ -156,7 +156,8 @@ mod tests {
     #[tokio::test]
     async fn an_outage_admits_locally_under_the_same_limits_and_recovers() {
         let primary = Arc::new(Switchable::default());
-        let limiter = FallbackKeyLimiter::new(primary.clone(), Duration::from_secs(1), Duration::from_secs(5));
+        let limiter =
+            FallbackKeyLimiter::new(primary.clone(), Duration::from_secs(1), Duration::from_secs(5));
         let t0 = UnixMillis(1_000_000);
         let shared = limiter.try_admit("k", ONE, t0).await.unwrap();
         assert!(matches!(
@@ -177,7 +178,10 @@ mod tests {
             "the local limiter applies the key's limit too"
         );
         limiter.release_detached("k", local.token.unwrap());
-        assert!(limiter.try_admit("k", ONE, t0).await.is_ok(), "the local permit was freed");
+        assert!(
+            limiter.try_admit("k", ONE, t0).await.is_ok(),
+            "the local permit was freed"
+        );
 
         primary.down.store(false, Ordering::SeqCst);
         let later = t0.plus(Duration::from_secs(5));

@@ -17,9 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use imagegate_dispatch::{
-    CooldownPolicy, KeyLimiter, MemoryKeyLimiter, MemoryPoolState, PoolState,
-};
+use imagegate_dispatch::{CooldownPolicy, KeyLimiter, MemoryKeyLimiter, MemoryPoolState, PoolState};
 
 use crate::config::Config;
 
@@ -27,7 +25,10 @@ use crate::config::Config;
 const KEY_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// How often a degraded replica tries Redis again.
-#[cfg_attr(not(feature = "redis"), expect(dead_code, reason = "used with the redis feature"))]
+#[cfg_attr(
+    not(feature = "redis"),
+    expect(dead_code, reason = "used with the redis feature")
+)]
 const REDIS_RECHECK: Duration = Duration::from_secs(2);
 
 /// Why the pool state could not be set up.
@@ -36,7 +37,10 @@ pub enum BackendError {
     #[error("redis: {0}")]
     Redis(String),
     #[error("--redis-url is set but this build has no Redis support (cargo feature `redis`)")]
-    #[cfg_attr(feature = "redis", expect(dead_code, reason = "only builds without Redis refuse it"))]
+    #[cfg_attr(
+        feature = "redis",
+        expect(dead_code, reason = "only builds without Redis refuse it")
+    )]
     NotBuilt,
 }
 
@@ -112,8 +116,7 @@ mod redis_side {
     use std::time::Duration;
 
     use imagegate_dispatch::{
-        CooldownPolicy, FallbackKeyLimiter, FallbackPoolState, RedisConfig, RedisKeyLimiter,
-        RedisPoolState,
+        CooldownPolicy, FallbackKeyLimiter, FallbackPoolState, RedisConfig, RedisKeyLimiter, RedisPoolState,
     };
 
     use super::{BackendError, KEY_RETRY_AFTER, PoolBackend, REDIS_RECHECK, RedisStatus};
@@ -143,10 +146,13 @@ mod redis_side {
     pub(super) fn build(config: &Config, url: &str) -> Result<PoolBackend, BackendError> {
         let redis = RedisConfig::new(url).with_prefix(key_prefix(&config.redis_prefix));
         let policy = CooldownPolicy::default();
-        let pool = Arc::new(RedisPoolState::new(&redis, policy.clone()).map_err(|e| BackendError::Redis(e.to_string()))?);
+        let pool = Arc::new(
+            RedisPoolState::new(&redis, policy.clone()).map_err(|e| BackendError::Redis(e.to_string()))?,
+        );
         // Key permits are not renewed: a permit whose replica died counts until this TTL, which
         // must exceed the longest request (its upstream deadline plus the relay to the client).
-        let permit_ttl = Duration::from_secs(config.timeouts.large_secs.max(config.timeouts.standard_secs) + 60);
+        let permit_ttl =
+            Duration::from_secs(config.timeouts.large_secs.max(config.timeouts.standard_secs) + 60);
         let key_limiter = RedisKeyLimiter::new(&redis)
             .map_err(|e| BackendError::Redis(e.to_string()))?
             .with_concurrency_retry_after(KEY_RETRY_AFTER)
