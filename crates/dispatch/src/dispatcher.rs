@@ -32,6 +32,12 @@ pub struct DispatchConfig {
     /// While waiting, retry this often even without a local release, to see slots freed by other
     /// replicas or by lease expiry (default 1 s).
     pub poll_interval: Duration,
+    /// When set, every lease renews itself this often (in a background task stopped when the
+    /// lease is dropped), so `lease_ttl` can be short: a crashed holder's slot comes back within
+    /// the TTL while live requests keep theirs however long they run. Must be well below
+    /// `lease_ttl` (a third of it is a good choice). Default `None`: leases are never renewed
+    /// automatically.
+    pub renew_interval: Option<Duration>,
 }
 
 impl Default for DispatchConfig {
@@ -42,6 +48,7 @@ impl Default for DispatchConfig {
             max_waiters: 256,
             busy_retry_after: Duration::from_secs(2),
             poll_interval: Duration::from_secs(1),
+            renew_interval: None,
         }
     }
 }
@@ -90,6 +97,7 @@ impl Dispatcher {
             released: Notify::new(),
             waiting: AtomicUsize::new(0),
             ttl: config.lease_ttl,
+            renew_interval: config.renew_interval.filter(|every| !every.is_zero()),
         };
         Self {
             config,

@@ -350,3 +350,51 @@ async fn contending_waiters_all_get_served_without_overbooking() {
     let snapshot = pool.snapshot().await.unwrap();
     assert!(snapshot.accounts.iter().all(|a| a.in_flight.large == 0));
 }
+
+/// Moves the manual clock and Tokio's paused clock forward together, one second at a time, letting
+/// background tasks run at each step.
+async fn advance_both(clock: &ManualClock, seconds: u64) {
+    for _ in 0..seconds {
+        clock.advance(Duration::from_secs(1));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewed_lease_outlives_its_ttl_and_an_unrenewed_one_does_not() {
+    let ttl = Duration::from_secs(3);
+    let specs = || vec![AccountSpec::new("a", Tier::Pro, &["g"])];
+    let renewing = DispatchConfig {
+        lease_ttl: ttl,
+        renew_interval: Some(Duration::from_secs(1)),
+        ..no_wait()
+    };
+    let (pool, clock) = setup(renewing, specs());
+    let lease = pool.acquire(&large()).await.unwrap();
+    advance_both(&clock, 10).await;
+    assert!(
+        matches!(pool.acquire(&large()).await, Err(PoolError::AllBusy { .. })),
+        "the renewed lease must still hold its slot after three TTLs"
+    );
+    assert!(lease.expires_at() > clock.now(), "the expiry moved forward");
+    drop(lease);
+    assert!(
+        pool.acquire(&large()).await.is_ok(),
+        "dropping stops renewing and frees the slot"
+    );
+
+    let plain = DispatchConfig {
+        lease_ttl: ttl,
+        ..no_wait()
+    };
+    let (pool, clock) = setup(plain, specs());
+    let _held = pool.acquire(&large()).await.unwrap();
+    advance_both(&clock, 4).await;
+    assert!(
+        pool.acquire(&large()).await.is_ok(),
+        "without renewals the slot frees itself after the TTL"
+    );
+}

@@ -2,10 +2,11 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 
 use crate::account::{AccountId, SizeClass};
 use crate::clock::{Clock, UnixMillis};
@@ -20,6 +21,8 @@ pub(crate) struct LeaseContext {
     /// Requests waiting for a slot: a release only pays for a wake-up when this is not zero.
     pub(crate) waiting: AtomicUsize,
     pub(crate) ttl: Duration,
+    /// How often each lease renews itself in the background (`None`: never).
+    pub(crate) renew_interval: Option<Duration>,
 }
 
 impl fmt::Debug for LeaseContext {
@@ -35,16 +38,31 @@ impl fmt::Debug for LeaseContext {
 ///
 /// Dropping the lease frees the slot on every path (success, error, client gone, panic unwinding)
 /// and wakes requests waiting for a slot. If the holder dies without dropping it (a crashed
-/// replica), the slot frees itself at [`Lease::expires_at`]; long requests call [`Lease::renew`].
+/// replica), the slot frees itself at [`Lease::expires_at`]. Long requests either call
+/// [`Lease::renew`] or, when the dispatcher has a
+/// [`renew_interval`](crate::DispatchConfig::renew_interval), are renewed by a background task
+/// that lives exactly as long as the lease.
 #[derive(Debug)]
 pub struct Lease {
     grant: LeaseGrant,
+    /// The current expiry in Unix milliseconds (the renewal task moves it forward).
+    expires_at: Arc<AtomicU64>,
     context: Arc<LeaseContext>,
+    renewal: Option<AbortHandle>,
 }
 
 impl Lease {
     pub(crate) fn new(grant: LeaseGrant, context: Arc<LeaseContext>) -> Self {
-        Self { grant, context }
+        let expires_at = Arc::new(AtomicU64::new(grant.expires_at.0));
+        let renewal = context
+            .renew_interval
+            .and_then(|every| spawn_renewal(grant.id, Arc::clone(&context), every, Arc::clone(&expires_at)));
+        Self {
+            grant,
+            expires_at,
+            context,
+            renewal,
+        }
     }
 
     /// The account to send the request to.
@@ -68,7 +86,7 @@ impl Lease {
     /// When the slot frees itself unless renewed.
     #[must_use]
     pub fn expires_at(&self) -> UnixMillis {
-        self.grant.expires_at
+        UnixMillis(self.expires_at.load(Ordering::SeqCst))
     }
 
     /// Extends the lease by the dispatcher's lease TTL from now.
@@ -85,7 +103,7 @@ impl Lease {
             .await?
         {
             Some(expires_at) => {
-                self.grant.expires_at = expires_at;
+                self.expires_at.store(expires_at.0, Ordering::SeqCst);
                 Ok(expires_at)
             }
             None => Err(PoolError::LeaseExpired),
@@ -93,8 +111,37 @@ impl Lease {
     }
 }
 
+/// Renews lease `id` every `every` until it is gone (released or expired) or the task is aborted.
+/// A failing backend is retried at the next tick: the slot is kept if it comes back within the
+/// TTL (a [`crate::FallbackPoolState`] meanwhile turns degraded and serves new leases locally).
+fn spawn_renewal(
+    id: LeaseId,
+    context: Arc<LeaseContext>,
+    every: Duration,
+    expires_at: Arc<AtomicU64>,
+) -> Option<AbortHandle> {
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    let task = runtime.spawn(async move {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let now = context.clock.now();
+            match context.state.renew(id, context.ttl, now).await {
+                Ok(Some(until)) => expires_at.store(until.0, Ordering::SeqCst),
+                Ok(None) => return,
+                Err(_) => {}
+            }
+        }
+    });
+    Some(task.abort_handle())
+}
+
 impl Drop for Lease {
     fn drop(&mut self) {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.abort();
+        }
         self.context.state.release_detached(self.grant.id);
         // A waiter counts itself before its last attempt, so if it is not counted yet here, that
         // attempt comes after this release and sees the freed slot.

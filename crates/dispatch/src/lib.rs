@@ -40,6 +40,7 @@
 //! - [`FallbackPoolState`]: a shared backend with a local [`MemoryPoolState`] standing in while
 //!   it fails ([`FallbackPoolState::degraded`]), retried every few seconds. During an outage,
 //!   limits hold per replica and cooldowns are not shared; requests keep being served.
+//!   [`FallbackKeyLimiter`] does the same for per-key limits.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -87,6 +88,7 @@ mod clock;
 mod dispatcher;
 mod error;
 mod fallback;
+mod fallback_keys;
 mod key_limits;
 mod lease;
 mod lease_table;
@@ -104,6 +106,7 @@ pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use dispatcher::{DispatchConfig, DispatchRequest, Dispatcher};
 pub use error::{KeyLimitError, PoolError, StateError};
 pub use fallback::FallbackPoolState;
+pub use fallback_keys::FallbackKeyLimiter;
 pub use key_limits::{
     KeyAdmission, KeyGate, KeyLimiter, KeyLimits, KeyPermit, MemoryKeyLimiter, RATE_WINDOW,
 };

@@ -28,9 +28,14 @@ pub struct FileConfig {
     pub database_url: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub redis_url: Option<String>,
+    /// Prefix of every Redis key (default `imagegate`): replicas of one gateway share it, other
+    /// gateways or tenants on the same Redis use another.
+    pub redis_prefix: Option<String>,
     pub timeouts: TimeoutConfig,
     pub models: ModelsConfig,
     pub failover: FailoverConfig,
+    /// `[dispatch]`: leases on upstream accounts.
+    pub dispatch: DispatchFileConfig,
     /// User agents (substring match, case-insensitive) of official agent clients that get the
     /// `image_generation` tool injected into `/v1/responses` when they did not send it.
     pub agent_user_agents: Vec<String>,
@@ -119,6 +124,36 @@ impl Default for FailoverConfig {
     }
 }
 
+/// Leases on upstream accounts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DispatchFileConfig {
+    /// Lifetime of an account lease without renewal: the slots of a replica that died come back
+    /// within this time. Live requests renew their leases every third of it.
+    pub lease_ttl_secs: u64,
+}
+
+impl Default for DispatchFileConfig {
+    fn default() -> Self {
+        Self { lease_ttl_secs: 30 }
+    }
+}
+
+impl DispatchFileConfig {
+    /// The lease TTL (at least 1 s).
+    pub fn lease_ttl(&self) -> Duration {
+        Duration::from_secs(self.lease_ttl_secs.max(1))
+    }
+
+    /// How often a live lease is renewed: a third of the TTL.
+    pub fn renew_interval(&self) -> Duration {
+        self.lease_ttl() / 3
+    }
+}
+
+/// The default Redis key prefix.
+pub const DEFAULT_REDIS_PREFIX: &str = "imagegate";
+
 /// ChatGPT-subscription (`codex`) accounts: how their OAuth access tokens are refreshed.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -160,9 +195,11 @@ pub struct Config {
     pub database_url: String,
     pub data_dir: PathBuf,
     pub redis_url: Option<String>,
+    pub redis_prefix: String,
     pub timeouts: TimeoutConfig,
     pub models: ModelsConfig,
     pub failover: FailoverConfig,
+    pub dispatch: DispatchFileConfig,
     pub agent_user_agents: Vec<String>,
     pub codex: CodexConfig,
 }
@@ -203,9 +240,15 @@ impl Config {
             database_url,
             data_dir,
             redis_url: serve.redis_url.clone().or(file.redis_url),
+            redis_prefix: serve
+                .redis_prefix
+                .clone()
+                .or(file.redis_prefix)
+                .unwrap_or_else(|| DEFAULT_REDIS_PREFIX.to_owned()),
             timeouts: file.timeouts,
             models: file.models,
             failover: file.failover,
+            dispatch: file.dispatch,
             agent_user_agents,
             codex: file.codex,
         })
@@ -269,7 +312,7 @@ mod tests {
         assert_eq!(from_file.timeouts.standard_secs, 120);
         let serve = ServeArgs {
             listen: Some("127.0.0.1:9100".parse().unwrap()),
-            redis_url: None,
+            ..ServeArgs::default()
         };
         let global = GlobalArgs {
             database_url: Some("postgres://h/db".into()),
@@ -308,6 +351,43 @@ mod tests {
         );
         let defaults = CodexConfig::default().upstream();
         assert_eq!(defaults, imagegate_upstream::CodexAuthConfig::default());
+    }
+
+    #[test]
+    fn redis_and_lease_settings_come_from_the_file_or_the_flags() {
+        let dir = std::env::temp_dir().join(format!("imagegate-config-r-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            "redis_url = \"redis://127.0.0.1:6379\"\nredis_prefix = \"tenant-a\"\n[dispatch]\nlease_ttl_secs = 9\n",
+        )
+        .unwrap();
+        let global = GlobalArgs {
+            config: Some(path),
+            data_dir: Some(dir.clone()),
+            ..GlobalArgs::default()
+        };
+        let config = Config::load(&global, &ServeArgs::default()).unwrap();
+        assert_eq!(config.redis_url.as_deref(), Some("redis://127.0.0.1:6379"));
+        assert_eq!(config.redis_prefix, "tenant-a");
+        assert_eq!(config.dispatch.lease_ttl(), Duration::from_secs(9));
+        assert_eq!(config.dispatch.renew_interval(), Duration::from_secs(3));
+        let serve = ServeArgs {
+            redis_prefix: Some("tenant-b".into()),
+            ..ServeArgs::default()
+        };
+        assert_eq!(Config::load(&global, &serve).unwrap().redis_prefix, "tenant-b");
+        let defaults = Config::load(
+            &GlobalArgs {
+                data_dir: Some(dir),
+                ..GlobalArgs::default()
+            },
+            &ServeArgs::default(),
+        )
+        .unwrap();
+        assert_eq!(defaults.redis_prefix, DEFAULT_REDIS_PREFIX);
+        assert_eq!(defaults.dispatch.lease_ttl(), Duration::from_secs(30));
     }
 
     #[test]

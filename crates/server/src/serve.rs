@@ -3,9 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use imagegate_dispatch::{
-    DispatchConfig, Dispatcher, KeyGate, MemoryKeyLimiter, MemoryPoolState, SystemClock,
-};
+use imagegate_dispatch::{DispatchConfig, Dispatcher, KeyGate, SystemClock};
 use imagegate_store::{KeyCache, MasterKey, Store, UsageSpool, UsageWriter, UsageWriterConfig};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::accounts::AccountDirectory;
 use crate::config::Config;
 use crate::credentials::StoreCredentials;
+use crate::pool_backend::{BackendError, PoolBackend};
 use crate::state::AppState;
 
 /// Why the gateway could not start.
@@ -30,6 +29,8 @@ pub enum ServeError {
     Console(String),
     #[error("upstream client: {0}")]
     Upstream(String),
+    #[error("pool state: {0}")]
+    PoolBackend(#[from] BackendError),
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
     #[error("{0}")]
@@ -38,8 +39,9 @@ pub enum ServeError {
 
 /// How often accounts are re-read from the store (changes made by the CLI or another replica).
 const ACCOUNT_REFRESH: Duration = Duration::from_secs(5);
-/// How long an authenticated key stays cached (a disabled key stops within this time).
-const KEY_CACHE_TTL: Duration = Duration::from_secs(2);
+/// How long an authenticated key stays cached: a key disabled or deleted on another replica (or
+/// with the CLI) stops here within this time, well inside the 2 s the operations guide promises.
+const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
 
 /// Opens the data directory and the database (applying migrations).
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
@@ -60,21 +62,20 @@ pub async fn run(
     shutdown: CancellationToken,
     on_ready: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), ServeError> {
-    if config.redis_url.is_some() {
-        tracing::warn!("--redis-url is not supported yet: dispatcher state stays in this process");
-    }
     let clock = Arc::new(SystemClock);
     let dispatch_config = DispatchConfig {
         max_wait: Duration::from_secs(config.failover.queue_wait_secs),
-        lease_ttl: Duration::from_secs(config.timeouts.large_secs.max(config.timeouts.standard_secs) + 60),
+        lease_ttl: config.dispatch.lease_ttl(),
+        renew_interval: Some(config.dispatch.renew_interval()),
         ..DispatchConfig::default()
     };
+    let backend = PoolBackend::build(&config)?;
     let dispatcher = Arc::new(Dispatcher::new(
-        Arc::new(MemoryPoolState::default()),
+        backend.state.clone(),
         clock.clone(),
         dispatch_config,
     ));
-    let key_gate = KeyGate::new(Arc::new(MemoryKeyLimiter::new(Duration::from_secs(1))), clock);
+    let key_gate = KeyGate::new(backend.key_limiter.clone(), clock);
     let accounts = AccountDirectory::new(store.clone(), dispatcher.clone());
     let count = accounts.refresh().await?;
     tracing::info!(accounts = count, "upstream accounts loaded");
@@ -104,6 +105,7 @@ pub async fn run(
         store: store.clone(),
         dispatcher,
         key_gate,
+        pool_backend: backend,
         upstream: Arc::new(upstream),
         accounts,
         usage,

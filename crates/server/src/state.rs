@@ -18,6 +18,8 @@ pub struct AppState {
     pub keys: KeyCache,
     pub dispatcher: Arc<Dispatcher>,
     pub key_gate: KeyGate,
+    /// Where the pool state lives (memory or Redis), for `/readyz`.
+    pub pool_backend: crate::pool_backend::PoolBackend,
     pub upstream: Arc<dyn Upstream>,
     pub accounts: AccountDirectory,
     pub usage: UsageSink,

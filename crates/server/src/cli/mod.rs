@@ -63,6 +63,9 @@ pub struct ServeArgs {
     /// Redis URL for dispatcher state shared by several replicas.
     #[arg(long, env = "IMAGEGATE_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Prefix of every Redis key (default `imagegate`); replicas of one gateway share it.
+    #[arg(long, env = "IMAGEGATE_REDIS_PREFIX")]
+    pub redis_prefix: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::http::auth::Caller;
 use crate::http::error::HttpError;
+use crate::pool_backend::RedisStatus;
 use crate::state::AppState;
 
 /// Fixed creation time reported for the models (2026-04-21, the snapshot's date).
@@ -32,18 +33,36 @@ pub async fn healthz() -> Response {
     Json(json!({"status": "ok"})).into_response()
 }
 
+/// `GET /readyz`: whether this replica can serve.
+///
+/// - database down: 503 `not ready` (keys cannot be checked, usage cannot be recorded);
+/// - Redis configured but down: **200** `degraded` — the replica still serves, with account and
+///   key limits held per replica (see `crate::pool_backend`). A load balancer must keep routing
+///   to it: Redis is shared, so a Redis blip would otherwise drain every replica at once;
+/// - otherwise 200 `ready`.
+///
+/// Body: `{"status": "ready"|"degraded"|"not ready", "database": "ok"|"unavailable",
+/// "redis": "ok"|"unavailable"|"not_configured"}`.
 pub async fn readyz(State(app): State<Arc<AppState>>) -> Response {
-    match app.store.ping().await {
-        Ok(()) => Json(json!({"status": "ready", "database": "ok"})).into_response(),
+    let (database, redis) = tokio::join!(app.store.ping(), app.pool_backend.redis_status());
+    let database_ok = match database {
+        Ok(()) => true,
         Err(err) => {
             tracing::warn!(error = %err, "database not ready");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({"status": "not ready", "database": "unavailable"})),
-            )
-                .into_response()
+            false
         }
-    }
+    };
+    let (code, status) = match (database_ok, redis) {
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "not ready"),
+        (true, RedisStatus::Unavailable) => (StatusCode::OK, "degraded"),
+        (true, _) => (StatusCode::OK, "ready"),
+    };
+    let body = json!({
+        "status": status,
+        "database": if database_ok { "ok" } else { "unavailable" },
+        "redis": redis.as_str(),
+    });
+    (code, Json(body)).into_response()
 }
 
 /// `GET /metrics`: Prometheus / OpenMetrics text.

@@ -1,0 +1,199 @@
+//! [`FallbackKeyLimiter`]: shared per-key limits (Redis) with a local stand-in while they fail.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::clock::UnixMillis;
+use crate::error::KeyLimitError;
+use crate::key_limits::{KeyAdmission, KeyLimiter, KeyLimits, MemoryKeyLimiter};
+
+/// Bit set in the tokens of permits taken locally (shared tokens are positive 63-bit counters).
+const LOCAL_TOKEN: u64 = 1 << 63;
+
+/// Per-key limiter that uses a primary (shared) limiter and admits locally while it fails.
+///
+/// The same rules as [`crate::FallbackPoolState`]: while the primary answers every admission goes
+/// to it; a backend error turns the limiter degraded and that admission and the next ones are
+/// decided by a local [`MemoryKeyLimiter`] (limits then hold per replica: a key limited to 2
+/// concurrent requests can run 2 on each replica); one admission every `recheck` tries the primary
+/// again. Refusals of the primary (key at its limit) are answers, not failures.
+#[derive(Debug)]
+pub struct FallbackKeyLimiter {
+    primary: Arc<dyn KeyLimiter>,
+    local: MemoryKeyLimiter,
+    recheck: Duration,
+    mode: Mutex<Mode>,
+}
+
+#[derive(Debug, Default)]
+struct Mode {
+    degraded: bool,
+    last_probe: UnixMillis,
+    last_error: Option<String>,
+}
+
+impl FallbackKeyLimiter {
+    /// Uses `primary`, falling back to a local limiter suggesting `concurrency_retry_after`;
+    /// while degraded, retries the primary every `recheck`.
+    #[must_use]
+    pub fn new(primary: Arc<dyn KeyLimiter>, concurrency_retry_after: Duration, recheck: Duration) -> Self {
+        Self {
+            primary,
+            local: MemoryKeyLimiter::new(concurrency_retry_after),
+            recheck,
+            mode: Mutex::new(Mode::default()),
+        }
+    }
+
+    /// Whether the primary failed and admissions are decided locally.
+    #[must_use]
+    pub fn degraded(&self) -> bool {
+        self.mode().degraded
+    }
+
+    /// The error that degraded the limiter, while it is degraded.
+    #[must_use]
+    pub fn last_error(&self) -> Option<String> {
+        let mode = self.mode();
+        mode.degraded.then(|| mode.last_error.clone()).flatten()
+    }
+
+    fn mode(&self) -> MutexGuard<'_, Mode> {
+        // Each update writes whole fields: a poisoned lock still holds a consistent value.
+        self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn use_primary(&self, now: UnixMillis) -> bool {
+        let mut mode = self.mode();
+        if !mode.degraded {
+            return true;
+        }
+        let due = now < mode.last_probe || now.since(mode.last_probe) >= self.recheck;
+        if due {
+            mode.last_probe = now;
+        }
+        due
+    }
+}
+
+#[async_trait]
+impl KeyLimiter for FallbackKeyLimiter {
+    async fn try_admit(
+        &self,
+        key: &str,
+        limits: KeyLimits,
+        now: UnixMillis,
+    ) -> Result<KeyAdmission, KeyLimitError> {
+        if self.use_primary(now) {
+            match self.primary.try_admit(key, limits, now).await {
+                Err(KeyLimitError::Backend(error)) => {
+                    let mut mode = self.mode();
+                    mode.degraded = true;
+                    mode.last_probe = now;
+                    mode.last_error = Some(error);
+                }
+                answer => {
+                    let mut mode = self.mode();
+                    mode.degraded = false;
+                    mode.last_error = None;
+                    return answer;
+                }
+            }
+        }
+        let admission = self.local.try_admit(key, limits, now).await?;
+        Ok(KeyAdmission {
+            token: admission.token.map(|token| token | LOCAL_TOKEN),
+        })
+    }
+
+    fn release_detached(&self, key: &str, token: u64) {
+        if token & LOCAL_TOKEN == 0 {
+            self.primary.release_detached(key, token);
+        } else {
+            self.local.release_detached(key, token & !LOCAL_TOKEN);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    /// A memory limiter that can be switched off.
+    #[derive(Debug, Default)]
+    struct Switchable {
+        inner: MemoryKeyLimiter,
+        down: AtomicBool,
+    }
+
+    #[async_trait]
+    impl KeyLimiter for Switchable {
+        async fn try_admit(
+            &self,
+            key: &str,
+            limits: KeyLimits,
+            now: UnixMillis,
+        ) -> Result<KeyAdmission, KeyLimitError> {
+            if self.down.load(Ordering::SeqCst) {
+                return Err(KeyLimitError::Backend("switched off".into()));
+            }
+            self.inner.try_admit(key, limits, now).await
+        }
+        fn release_detached(&self, key: &str, token: u64) {
+            self.inner.release_detached(key, token);
+        }
+    }
+
+    const ONE: KeyLimits = KeyLimits {
+        max_concurrency: Some(1),
+        requests_per_minute: None,
+    };
+
+    #[tokio::test]
+    async fn an_outage_admits_locally_under_the_same_limits_and_recovers() {
+        let primary = Arc::new(Switchable::default());
+        let limiter =
+            FallbackKeyLimiter::new(primary.clone(), Duration::from_secs(1), Duration::from_secs(5));
+        let t0 = UnixMillis(1_000_000);
+        let shared = limiter.try_admit("k", ONE, t0).await.unwrap();
+        assert!(matches!(
+            limiter.try_admit("k", ONE, t0).await,
+            Err(KeyLimitError::TooManyConcurrent { .. })
+        ));
+        assert!(!limiter.degraded(), "a refusal is not a failure");
+
+        primary.down.store(true, Ordering::SeqCst);
+        let local = limiter.try_admit("k", ONE, t0).await.unwrap();
+        assert!(limiter.degraded());
+        assert_eq!(limiter.last_error().as_deref(), Some("switched off"));
+        assert!(
+            matches!(
+                limiter.try_admit("k", ONE, t0).await,
+                Err(KeyLimitError::TooManyConcurrent { .. })
+            ),
+            "the local limiter applies the key's limit too"
+        );
+        limiter.release_detached("k", local.token.unwrap());
+        assert!(
+            limiter.try_admit("k", ONE, t0).await.is_ok(),
+            "the local permit was freed"
+        );
+
+        primary.down.store(false, Ordering::SeqCst);
+        let later = t0.plus(Duration::from_secs(5));
+        assert!(
+            matches!(
+                limiter.try_admit("k", ONE, later).await,
+                Err(KeyLimitError::TooManyConcurrent { .. })
+            ),
+            "back on the primary, which still holds the first permit"
+        );
+        assert!(!limiter.degraded());
+        limiter.release_detached("k", shared.token.unwrap());
+        assert!(limiter.try_admit("k", ONE, later).await.is_ok());
+    }
+}

@@ -1,0 +1,428 @@
+//! End to end: two `imagegate serve` processes on one PostgreSQL database and one Redis behave as
+//! one gateway (issue #7): account slots, cooldowns and leases are shared, a replica killed with
+//! `kill -9` gives its slots back within the lease TTL, usage of both lands in the one database,
+//! key changes reach every replica within 2 s, and a replica whose Redis is gone keeps serving
+//! with local limits while `/readyz` says so.
+//!
+//! The replicas are started from `docs/examples/replica.toml` with the database URL, Redis URL and
+//! key prefix replaced. Each test creates its own PostgreSQL database and Redis key prefix.
+//! PostgreSQL and Redis are found at `IMAGEGATE_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/test`) and `IMAGEGATE_TEST_REDIS_URL` (default
+//! `redis://127.0.0.1:6379`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use imagegate_e2e::{Gateway, Sim, admin, admin_with_stdin};
+use serde_json::{Value, json};
+use sqlx::Connection;
+use tempfile::TempDir;
+
+const POSTGRES_URL_ENV: &str = "IMAGEGATE_TEST_POSTGRES_URL";
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+const REDIS_URL_ENV: &str = "IMAGEGATE_TEST_REDIS_URL";
+const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+/// A name no other test (or earlier run) uses.
+fn unique(stem: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "{stem}_{}_{nanos}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh PostgreSQL database, dropped by [`Database::drop_now`].
+struct Database {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+impl Database {
+    async fn create() -> Self {
+        let admin_url = std::env::var(POSTGRES_URL_ENV).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
+        let name = unique("imagegate_replicas");
+        let mut conn = sqlx::PgConnection::connect(&admin_url).await.unwrap_or_else(|e| {
+            panic!("these tests need PostgreSQL at {admin_url} ({POSTGRES_URL_ENV}): {e}")
+        });
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+        let (base, _) = admin_url.rsplit_once('/').unwrap();
+        let url = format!("{base}/{name}");
+        Self { admin_url, name, url }
+    }
+
+    async fn drop_now(self) {
+        if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin_url).await {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
+                .execute(&mut conn)
+                .await;
+        }
+    }
+}
+
+/// `docs/examples/replica.toml` with the values of `overrides` (`key`, TOML value) replaced.
+/// Every overridden key must be in the example, so the test follows the documented file.
+fn example_config(overrides: &[(&str, String)]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/replica.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    for (key, value) in overrides {
+        let line = lines
+            .iter_mut()
+            .find(|l| l.split('=').next().is_some_and(|k| k.trim() == *key))
+            .unwrap_or_else(|| panic!("{} has no `{key} =` line", path.display()));
+        *line = format!("{key} = {value}");
+    }
+    lines.join("\n") + "\n"
+}
+
+/// A simulator, one PostgreSQL database, a Redis prefix and the admin side of a deployment.
+struct Cluster {
+    sim: Sim,
+    database: Database,
+    /// Data directories (master key, control file) of the admin CLI and each replica.
+    dirs: Vec<TempDir>,
+    config: PathBuf,
+    _config_dir: TempDir,
+    key: String,
+    client: reqwest::Client,
+}
+
+impl Cluster {
+    /// A deployment whose replicas use `redis_url` (`None`: the test Redis) and lease TTL, with
+    /// one account `acct-a` (pro, one request at a time of each size class).
+    async fn new(sim_args: &[&str], lease_ttl_secs: Option<u64>) -> Self {
+        let redis = std::env::var(REDIS_URL_ENV).unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned());
+        let database = Database::create().await;
+        let mut overrides = vec![
+            ("database_url", format!("{:?}", database.url)),
+            ("redis_url", format!("{redis:?}")),
+            ("redis_prefix", format!("{:?}", unique("e2e"))),
+        ];
+        if let Some(ttl) = lease_ttl_secs {
+            overrides.push(("lease_ttl_secs", ttl.to_string()));
+        }
+        let config_dir = tempfile::tempdir().unwrap();
+        let config = config_dir.path().join("replica.toml");
+        std::fs::write(&config, example_config(&overrides)).unwrap();
+        let admin_dir = tempfile::tempdir().unwrap();
+        let sim = Sim::spawn(sim_args);
+        let mut cluster = Self {
+            sim,
+            database,
+            dirs: vec![admin_dir],
+            config,
+            _config_dir: config_dir,
+            key: String::new(),
+            client: reqwest::Client::new(),
+        };
+        cluster.admin(&["users", "add", "alice"]);
+        let base = cluster.sim.base_url();
+        admin_with_stdin(
+            cluster.dirs[0].path(),
+            &[
+                "--config",
+                cluster.config_str(),
+                "accounts",
+                "add",
+                "--name",
+                "acct-a",
+                "--kind",
+                "openai",
+                "--base-url",
+                &base,
+                "--tier",
+                "pro",
+                "--concurrency-large",
+                "1",
+                "--concurrency-standard",
+                "1",
+            ],
+            "sk-upstream-acct-a",
+        );
+        cluster.key = cluster
+            .admin(&["keys", "create", "--user", "alice", "--name", "e2e"])
+            .trim()
+            .to_owned();
+        cluster
+    }
+
+    fn config_str(&self) -> &str {
+        self.config.to_str().unwrap()
+    }
+
+    /// Runs the admin CLI against the shared database.
+    fn admin(&self, args: &[&str]) -> String {
+        let mut all = vec!["--config", self.config_str()];
+        all.extend_from_slice(args);
+        admin(self.dirs[0].path(), &all)
+    }
+
+    /// Starts one more replica from the shared configuration, plus `extra` flags. Its data
+    /// directory gets the deployment's master key (every replica must use the same one).
+    fn replica(&mut self, extra: &[&str]) -> Gateway {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            self.dirs[0].path().join("master.key"),
+            dir.path().join("master.key"),
+        )
+        .unwrap();
+        let mut args = vec!["--config", self.config_str()];
+        args.extend_from_slice(extra);
+        let gateway = Gateway::spawn(dir.path(), &args);
+        self.dirs.push(dir);
+        gateway
+    }
+
+    fn generate(&self, gateway: &Gateway) -> reqwest::RequestBuilder {
+        self.client
+            .post(gateway.v1("/images/generations"))
+            .bearer_auth(&self.key)
+            .json(
+                &json!({"model": "gpt-image-2", "prompt": "replicas", "size": "1024x1024", "quality": "low"}),
+            )
+    }
+
+    async fn sim_stats(&self) -> Value {
+        self.client
+            .get(format!("{}/sim/stats", self.sim.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn sim_fault(&self, rule: Value) {
+        let status = self
+            .client
+            .post(format!("{}/sim/faults", self.sim.url))
+            .json(&rule)
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert!(status.is_success(), "scripting a fault failed: {status}");
+    }
+
+    async fn readyz(&self, gateway: &Gateway) -> (u16, Value) {
+        let response = self
+            .client
+            .get(format!("{}/readyz", gateway.url))
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+
+    /// Usage records in the shared database, waiting until there are at least `count`.
+    async fn usage_at_least(&self, count: usize) -> Vec<Value> {
+        for _ in 0..100 {
+            let out = self.admin(&["usage", "list", "--json", "--limit", "1000"]);
+            let records: Vec<Value> = serde_json::from_str(&out).unwrap();
+            if records.len() >= count {
+                return records;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("fewer than {count} usage records after 10 s");
+    }
+}
+
+fn request_id(response: &reqwest::Response) -> String {
+    response.headers()["x-request-id"].to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn concurrency_one_holds_across_replicas_and_both_write_usage_to_one_database() {
+    let mut c = Cluster::new(&["--latency-ms", "150"], None).await;
+    let a = c.replica(&[]);
+    let b = c.replica(&[]);
+    for gateway in [&a, &b] {
+        let (status, body) = c.readyz(gateway).await;
+        assert_eq!(status, 200);
+        assert_eq!(body, json!({"status": "ready", "database": "ok", "redis": "ok"}));
+    }
+
+    let requests = (0..20).map(|i| c.generate(if i % 2 == 0 { &a } else { &b }).send());
+    let responses: Vec<reqwest::Response> =
+        join_all(requests).await.into_iter().map(Result::unwrap).collect();
+    let mut ids = Vec::new();
+    for response in &responses {
+        assert_eq!(response.status(), 200, "{:?}", response.headers());
+        ids.push(request_id(response));
+    }
+    let stats = c.sim_stats().await;
+    assert_eq!(stats["requests"], 20, "{stats}");
+    assert_eq!(
+        stats["max_in_flight"], 1,
+        "the upstream saw two requests at once on an account limited to one: {stats}"
+    );
+
+    let records = c.usage_at_least(20).await;
+    let recorded: Vec<&str> = records.iter().filter_map(|r| r["request_id"].as_str()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let replica = if i % 2 == 0 { "A" } else { "B" };
+        assert!(
+            recorded.contains(&id.as_str()),
+            "usage of request {id} served by replica {replica} is missing from the database"
+        );
+    }
+    drop((a, b));
+    c.database.drop_now().await;
+}
+
+#[tokio::test]
+async fn a_429_seen_by_one_replica_cools_the_account_for_the_other() {
+    let mut c = Cluster::new(&[], None).await;
+    let a = c.replica(&[]);
+    let b = c.replica(&[]);
+    c.sim_fault(json!({"fault": "usage_limit", "times": 1, "resets_in_seconds": 600}))
+        .await;
+    let first = c.generate(&a).send().await.unwrap();
+    assert_eq!(first.status(), 429, "replica A passes the upstream's limit on");
+    assert_eq!(c.sim_stats().await["requests"], 1);
+
+    let second = c.generate(&b).send().await.unwrap();
+    assert_eq!(
+        second.status(),
+        429,
+        "replica B must know the account is cooling down"
+    );
+    let retry_after: u64 = second.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(
+        retry_after > 500,
+        "B's retry-after comes from the reset A saw (600 s): {retry_after}"
+    );
+    assert_eq!(
+        c.sim_stats().await["requests"],
+        1,
+        "replica B must not have called the cooling account"
+    );
+    drop((a, b));
+    c.database.drop_now().await;
+}
+
+#[tokio::test]
+async fn a_killed_replica_frees_its_slot_within_the_lease_ttl() {
+    const TTL: Duration = Duration::from_secs(3);
+    let mut c = Cluster::new(&[], Some(TTL.as_secs())).await;
+    let mut a = c.replica(&[]);
+    let b = c.replica(&[]);
+    // A's request stalls upstream far longer than the TTL: only renewals keep its lease.
+    c.sim_fault(json!({"fault": "stall", "times": 1, "stall_ms": 60_000}))
+        .await;
+    let held = tokio::spawn(c.generate(&a).send());
+    for _ in 0..100 {
+        if c.sim_stats().await["in_flight"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        c.sim_stats().await["in_flight"],
+        1,
+        "A's request never reached the upstream"
+    );
+
+    let waiting = tokio::spawn(c.generate(&b).send());
+    // Well past the TTL: A's lease must still hold (renewed), so B's request keeps waiting.
+    tokio::time::sleep(TTL * 2).await;
+    let stats = c.sim_stats().await;
+    assert_eq!(
+        stats["requests"], 1,
+        "B reached the account while A's renewed lease held it: {stats}"
+    );
+    assert!(!waiting.is_finished(), "B must wait for the slot");
+
+    let killed = Instant::now();
+    a.kill();
+    let response = waiting.await.unwrap().unwrap();
+    let freed_after = killed.elapsed();
+    assert_eq!(response.status(), 200);
+    // The slot frees at the lease's expiry (at most one TTL after A's last renewal); B notices
+    // at its next poll (1 s).
+    assert!(
+        freed_after <= TTL + Duration::from_secs(2),
+        "B got the slot {freed_after:?} after the kill; the lease TTL is {TTL:?}"
+    );
+    assert!(held.await.unwrap().is_err(), "A's client saw its replica die");
+    drop(b);
+    c.database.drop_now().await;
+}
+
+#[tokio::test]
+async fn a_disabled_key_stops_on_every_replica_within_two_seconds() {
+    let mut c = Cluster::new(&[], None).await;
+    let a = c.replica(&[]);
+    let b = c.replica(&[]);
+    for gateway in [&a, &b] {
+        assert_eq!(c.generate(gateway).send().await.unwrap().status(), 200);
+    }
+    let keys: Value = serde_json::from_str(&c.admin(&["keys", "list", "--json"])).unwrap();
+    let public_id = keys[0]["public_id"].as_str().unwrap().to_owned();
+    c.admin(&["keys", "disable", &public_id]);
+    let disabled = Instant::now();
+    for (name, gateway) in [("A", &a), ("B", &b)] {
+        loop {
+            let status = c.generate(gateway).send().await.unwrap().status();
+            if status == 401 {
+                break;
+            }
+            assert_eq!(status, 200);
+            assert!(
+                disabled.elapsed() < Duration::from_secs(2),
+                "the disabled key still works on replica {name} after 2 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    drop((a, b));
+    c.database.drop_now().await;
+}
+
+#[tokio::test]
+async fn without_redis_a_replica_is_degraded_but_serves_with_local_limits() {
+    let mut c = Cluster::new(&["--latency-ms", "100"], None).await;
+    // A port nothing listens on: Redis is unreachable from the start.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_redis = format!("redis://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let gateway = c.replica(&["--redis-url", &dead_redis]);
+    let (status, body) = c.readyz(&gateway).await;
+    assert_eq!(
+        status, 200,
+        "a Redis outage must not take the replica out of rotation"
+    );
+    assert_eq!(
+        body,
+        json!({"status": "degraded", "database": "ok", "redis": "unavailable"})
+    );
+    let responses = join_all((0..4).map(|_| c.generate(&gateway).send())).await;
+    for response in responses {
+        assert_eq!(response.unwrap().status(), 200);
+    }
+    let stats = c.sim_stats().await;
+    assert_eq!(stats["requests"], 4, "{stats}");
+    assert_eq!(
+        stats["max_in_flight"], 1,
+        "the account's limit still holds on this replica: {stats}"
+    );
+    drop(gateway);
+    c.database.drop_now().await;
+}
