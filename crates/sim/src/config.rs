@@ -37,6 +37,10 @@ pub struct SimConfig {
     pub refresh_tokens: Vec<String>,
     /// `expires_in` of the access tokens the OAuth token endpoint issues.
     pub access_token_ttl: Duration,
+    /// Render every image (final and partial) as 1x1 pixels whatever size was asked for, so responses are
+    /// a few hundred bytes: for measuring the gateway's own per-request cost. The `size` field and the
+    /// usage still follow the request.
+    pub tiny_images: bool,
 }
 
 impl Default for SimConfig {
@@ -53,6 +57,7 @@ impl Default for SimConfig {
             catalog: ModelCatalog::default(),
             refresh_tokens: Vec::new(),
             access_token_ttl: Duration::from_secs(3600),
+            tiny_images: false,
         }
     }
 }

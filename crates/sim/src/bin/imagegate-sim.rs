@@ -62,6 +62,9 @@ struct Cli {
     /// `expires_in` of the access tokens POST /oauth/token issues, in seconds.
     #[arg(long, env = "IMAGEGATE_SIM_ACCESS_TOKEN_TTL_SECS", default_value_t = 3600)]
     access_token_ttl_secs: u64,
+    /// Send 1x1 images whatever the requested size (tiny responses, for profiling the gateway).
+    #[arg(long, env = "IMAGEGATE_SIM_TINY_IMAGES")]
+    tiny_images: bool,
 }
 
 impl Cli {
@@ -83,6 +86,7 @@ impl Cli {
             catalog,
             refresh_tokens: self.refresh_tokens.clone(),
             access_token_ttl: Duration::from_secs(self.access_token_ttl_secs),
+            tiny_images: self.tiny_images,
         }
     }
 }

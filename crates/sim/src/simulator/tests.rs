@@ -107,3 +107,27 @@ fn ids_are_unique_and_prefixed() {
     assert!(a.starts_with("ig_") && a.len() == 3 + 24);
     assert_ne!(a, b);
 }
+
+#[tokio::test]
+async fn tiny_images_are_one_pixel_but_keep_the_requested_size_and_usage() {
+    let sim = Simulator::new(&SimConfig {
+        tiny_images: true,
+        ..SimConfig::default()
+    });
+    let mut job = ImageJob::generation(
+        "tiny",
+        ImageSize::Exact(Dimensions {
+            width: 1024,
+            height: 1024,
+        }),
+    );
+    job.partial_images = 1;
+    let outcome = sim.generate(&job).await.unwrap();
+    assert_eq!(outcome.size, Dimensions::new(1024, 1024));
+    let decoded = image::load_from_memory(&outcome.images[0].bytes().unwrap()).unwrap();
+    assert_eq!((decoded.width(), decoded.height()), (1, 1));
+    let partial = image::load_from_memory(&outcome.partials[0][0].bytes().unwrap()).unwrap();
+    assert_eq!((partial.width(), partial.height()), (1, 1));
+    let per_image = usage::image_output_tokens(outcome.size, outcome.quality) + 100;
+    assert_eq!(outcome.usage.output_tokens, per_image);
+}
