@@ -8,14 +8,14 @@
 # and dumps them after the second, then prints instructions per request and the top inclusive functions.
 #
 # Usage: scripts/profile-hot-path.sh [OUT_DIR]
-#   env: N (1000), WARMUP (200), TOP (25), PROFILE (profiling: the cargo profile whose binaries to use),
+#   env: BIN_DIR (target/$PROFILE), N (1000), WARMUP (200), TOP (25), PROFILE (profiling: the cargo profile whose binaries to use),
 #        IMAGEGATE_LOG (info, the gateway's default).
 # Build first: cargo build --profile profiling -p imagegate -p imagegate-sim --bins
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 profile="${PROFILE:-profiling}"
-bin="$root/target/$profile"
+bin="${BIN_DIR:-$root/target/$profile}"
 n="${N:-1000}"
 warmup="${WARMUP:-200}"
 top="${TOP:-25}"
@@ -55,7 +55,7 @@ sim_url="$(wait_url "$out/sim.out" "listening on")"
 ig() { "$bin/imagegate" --data-dir "$data" "$@"; }
 export IMAGEGATE_LOG="${IMAGEGATE_LOG:-info}"
 ig users add bench >/dev/null 2>&1
-echo "sk-upstream-bench" | ig accounts add --name bench --kind openai --base-url "$sim_url" >/dev/null 2>&1
+echo "sk-upstream-bench" | ig accounts add --name bench --kind openai --base-url "$sim_url/v1" >/dev/null 2>&1
 key="$(ig keys create --user bench --name profile 2>/dev/null | tr -d '[:space:]')"
 
 valgrind --tool=callgrind --dump-instr=no --callgrind-out-file="$out/callgrind.out.%p" \
