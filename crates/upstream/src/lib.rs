@@ -76,6 +76,7 @@ pub mod failure;
 mod openai;
 mod reply;
 mod target;
+mod url_cache;
 
 /// The attribute of the async traits of this crate ([`Upstream`], [`CredentialStore`]), so an
 /// implementation needs no dependency of its own: `#[imagegate_upstream::async_trait]`.

@@ -7,8 +7,27 @@ use crate::error::StoreResult;
 use crate::model::{DailyUsage, UsageEntry, UsageFilter, UsageRecord};
 use crate::rows::{DAILY_SELECT, DailyRow, USAGE_INSERT_COLUMNS, UsageRow, push_usage_conditions, to_i64};
 
-/// Rows per INSERT statement: 28 parameters each stays below both backends' parameter limits.
-const ROWS_PER_STATEMENT: usize = 500;
+/// Most rows per INSERT statement: 28 parameters each stays below both backends' parameter limits.
+const ROWS_PER_STATEMENT: usize = 256;
+
+/// Splits `len` rows into statement sizes that are powers of two up to [`ROWS_PER_STATEMENT`],
+/// largest first, so a connection only ever sees 9 distinct INSERT texts and keeps them all in its
+/// prepared-statement cache. One text per batch size made SQLite parse a new statement on most
+/// flushes (about 34,000 instructions per request in the callgrind profile, docs/benchmarks.md).
+fn statement_sizes(mut len: usize) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if len == 0 {
+            return None;
+        }
+        let size = if len >= ROWS_PER_STATEMENT {
+            ROWS_PER_STATEMENT
+        } else {
+            1 << len.ilog2()
+        };
+        len -= size;
+        Some(size)
+    })
+}
 
 pub(super) async fn insert_usage_batch(pool: &Pool<Db>, records: &[UsageRecord]) -> StoreResult<u64> {
     if records.is_empty() {
@@ -16,7 +35,10 @@ pub(super) async fn insert_usage_batch(pool: &Pool<Db>, records: &[UsageRecord])
     }
     let mut inserted = 0;
     let mut tx = pool.begin().await?;
-    for chunk in records.chunks(ROWS_PER_STATEMENT) {
+    let mut rest = records;
+    for size in statement_sizes(records.len()) {
+        let (chunk, after) = rest.split_at(size.min(rest.len()));
+        rest = after;
         let mut qb: QueryBuilder<'_, Db> =
             QueryBuilder::new(format!("INSERT INTO usage_records ({USAGE_INSERT_COLUMNS}) "));
         qb.push_values(chunk, |mut row, r| {
@@ -75,4 +97,26 @@ pub(super) async fn daily_usage(pool: &Pool<Db>, filter: &UsageFilter) -> StoreR
     qb.push_bind(i64::from(filter.effective_limit()));
     let rows: Vec<DailyRow> = qb.build_query_as().fetch_all(pool).await?;
     rows.into_iter().map(DailyRow::into_daily).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ROWS_PER_STATEMENT, statement_sizes};
+
+    #[test]
+    fn statement_sizes_cover_the_batch_with_few_distinct_sizes() {
+        let mut distinct = std::collections::BTreeSet::new();
+        for len in 0..=3 * ROWS_PER_STATEMENT + 7 {
+            let sizes: Vec<usize> = statement_sizes(len).collect();
+            assert_eq!(sizes.iter().sum::<usize>(), len);
+            assert!(sizes.windows(2).all(|w| w[0] >= w[1]));
+            assert!(
+                sizes
+                    .iter()
+                    .all(|s| s.is_power_of_two() && *s <= ROWS_PER_STATEMENT)
+            );
+            distinct.extend(sizes);
+        }
+        assert_eq!(distinct.len(), 9);
+    }
 }

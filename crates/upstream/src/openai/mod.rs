@@ -184,10 +184,13 @@ pub(crate) async fn send(
     } else {
         "application/json"
     };
-    let request = client
-        .post(target.url(endpoint.path()))
-        .headers(auth.clone())
-        .header(ACCEPT, accept);
+    let url = target.url(endpoint.path());
+    let request = match crate::url_cache::parsed(&url) {
+        Some(parsed) => client.post(parsed),
+        None => client.post(url),
+    }
+    .headers(auth.clone())
+    .header(ACCEPT, accept);
     let request = match body {
         RequestBody::Json(bytes) => request.header(CONTENT_TYPE, "application/json").body(bytes),
         RequestBody::Multipart(form) => request.multipart(form),
