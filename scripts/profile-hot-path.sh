@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Counts the gateway's CPU instructions per small request with callgrind.
 #
-# Starts `imagegate-sim --tiny-images` (1x1 images, so bodies are a few hundred bytes), sets up a data
+# Starts `imagegate-sim --tiny-images` (32x32 images, so bodies are a few kilobytes), sets up a data
 # directory with one user, one key and one OpenAI-compatible account pointing at the simulator, runs
 # `imagegate serve` under `valgrind --tool=callgrind`, sends WARMUP then N sequential non-streaming
 # POST /v1/images/generations over one keep-alive connection, zeroes the counters between the two batches
