@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use imagegate_e2e::{Gateway, Sim, admin, admin_with_stdin};
+use imagegate_e2e::{Gateway, Sim, TcpProxy, admin, admin_with_stdin};
 use serde_json::{Value, json};
 use sqlx::Connection;
 use tempfile::TempDir;
@@ -106,7 +106,10 @@ impl Cluster {
     /// A deployment whose replicas use `redis_url` (`None`: the test Redis) and lease TTL, with
     /// one account `acct-a` (pro, one request at a time of each size class).
     async fn new(sim_args: &[&str], lease_ttl_secs: Option<u64>) -> Self {
-        let redis = std::env::var(REDIS_URL_ENV).unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned());
+        Self::with_redis(sim_args, lease_ttl_secs, &test_redis_url()).await
+    }
+
+    async fn with_redis(sim_args: &[&str], lease_ttl_secs: Option<u64>, redis: &str) -> Self {
         let database = Database::create().await;
         let mut overrides = vec![
             ("database_url", format!("{:?}", database.url)),
@@ -242,6 +245,10 @@ impl Cluster {
         }
         panic!("fewer than {count} usage records after 10 s");
     }
+}
+
+fn test_redis_url() -> String {
+    std::env::var(REDIS_URL_ENV).unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned())
 }
 
 fn request_id(response: &reqwest::Response) -> String {
@@ -423,6 +430,56 @@ async fn without_redis_a_replica_is_degraded_but_serves_with_local_limits() {
         stats["max_in_flight"], 1,
         "the account's limit still holds on this replica: {stats}"
     );
+    drop(gateway);
+    c.database.drop_now().await;
+}
+
+#[tokio::test]
+async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
+    let redis_addr: std::net::SocketAddr = test_redis_url()
+        .trim_start_matches("redis://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let proxy = TcpProxy::start(redis_addr).await;
+    let redis_url = format!("redis://{}", proxy.addr);
+    let mut c = Cluster::with_redis(&["--latency-ms", "100"], None, &redis_url).await;
+    let gateway = c.replica(&[]);
+    assert_eq!(c.readyz(&gateway).await.1["status"], "ready");
+    assert_eq!(c.generate(&gateway).send().await.unwrap().status(), 200);
+
+    proxy.off();
+    let (status, body) = c.readyz(&gateway).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"status": "degraded", "database": "ok", "redis": "unavailable"})
+    );
+    let responses = join_all((0..3).map(|_| c.generate(&gateway).send())).await;
+    for response in responses {
+        assert_eq!(response.unwrap().status(), 200, "requests keep being served");
+    }
+    assert_eq!(
+        c.sim_stats().await["max_in_flight"],
+        1,
+        "the local stand-in keeps the account's limit"
+    );
+
+    proxy.on().await;
+    let mut body = Value::Null;
+    for _ in 0..50 {
+        body = c.readyz(&gateway).await.1;
+        if body["status"] == "ready" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        body,
+        json!({"status": "ready", "database": "ok", "redis": "ok"}),
+        "Redis came back"
+    );
+    assert_eq!(c.generate(&gateway).send().await.unwrap().status(), 200);
     drop(gateway);
     c.database.drop_now().await;
 }
