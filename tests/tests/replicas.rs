@@ -442,13 +442,13 @@ async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
         .parse()
         .unwrap();
     let proxy = TcpProxy::start(redis_addr).await;
-    let redis_url = format!("redis://{}", proxy.addr);
+    let redis_url = format!("redis://{}", proxy.addr());
     let mut c = Cluster::with_redis(&["--latency-ms", "100"], None, &redis_url).await;
     let gateway = c.replica(&[]);
     assert_eq!(c.readyz(&gateway).await.1["status"], "ready");
     assert_eq!(c.generate(&gateway).send().await.unwrap().status(), 200);
 
-    proxy.off();
+    proxy.cut();
     let (status, body) = c.readyz(&gateway).await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -465,7 +465,7 @@ async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
         "the local stand-in keeps the account's limit"
     );
 
-    proxy.on().await;
+    proxy.restore();
     let mut body = Value::Null;
     for _ in 0..50 {
         body = c.readyz(&gateway).await.1;
