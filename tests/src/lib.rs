@@ -9,7 +9,7 @@
 mod images;
 mod process;
 
-pub use images::{png_rgb, png_rgba, solid_mask};
+pub use images::{png_noise, png_rgb, png_rgba, solid_mask};
 pub use process::{Gateway, Sim, admin, admin_with_stdin, bin_path};
 
 /// Parses an SSE body into `(event name, data JSON)` pairs, ignoring comments.
