@@ -16,6 +16,8 @@ BIN_DIR=${1:-target/release}
 GENERATIONS=${GENERATIONS:-64}
 EDITS=${EDITS:-8}
 GEN_SIZE=${GEN_SIZE:-3840x2160}
+# Every generation takes this long in the simulator, so all requests are in flight together.
+SIM_LATENCY_MS=${SIM_LATENCY_MS:-3000}
 # 2592x2592 RGB noise, stored uncompressed: ~20.2 MB per PNG.
 EDIT_SIDE=${EDIT_SIDE:-2592}
 
@@ -51,18 +53,18 @@ wait_requests() {
 peak_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
-"$BIN_DIR/imagegate-sim" --listen 127.0.0.1:0 >"$work/sim.out" 2>/dev/null &
+"$BIN_DIR/imagegate-sim" --listen 127.0.0.1:0 --latency-ms "$SIM_LATENCY_MS" >"$work/sim.out" 2>/dev/null &
 pids+=("$!")
 sim_url=$(wait_url "$work/sim.out")
 
-admin() { "$BIN_DIR/imagegate" --data-dir "$work/data" "$@"; }
+admin() { "$BIN_DIR/imagegate" --data-dir "$work/data" "$@" 2>/dev/null; }
 admin users add rig >/dev/null
 echo "sk-rig" | admin accounts add --name rig --kind openai --base-url "$sim_url/v1" \
     --tier pro --concurrency-standard 128 --concurrency-large 128 >/dev/null
 key=$(admin keys create --user rig --name rig | tr -d '[:space:]')
 
 start_gateway() {
-    IMAGEGATE_LOG=warn "$BIN_DIR/imagegate" --data-dir "$work/data" serve --listen 127.0.0.1:0 \
+    IMAGEGATE_LOG=error "$BIN_DIR/imagegate" --data-dir "$work/data" serve --listen 127.0.0.1:0 \
         >"$work/gw.out" 2>"$work/gw.err" &
     gw_pid=$!
     pids+=("$gw_pid")

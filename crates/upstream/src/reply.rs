@@ -55,13 +55,18 @@ impl fmt::Debug for Reply {
                 .field("body_bytes", &body.len())
                 .field("request_id", request_id)
                 .finish(),
-            Self::JsonStream(stream) => f
-                .debug_struct("JsonStream")
-                .field("head_bytes", &stream.head.len())
-                .field("request_id", &stream.request_id)
-                .finish(),
+            Self::JsonStream(stream) => stream.fmt(f),
             Self::Events(_) => f.write_str("Events(..)"),
         }
+    }
+}
+
+impl fmt::Debug for JsonStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JsonStream")
+            .field("head_bytes", &self.head.len())
+            .field("request_id", &self.request_id)
+            .finish_non_exhaustive()
     }
 }
 

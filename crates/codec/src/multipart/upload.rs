@@ -248,6 +248,12 @@ impl std::fmt::Debug for UploadedImage {
     }
 }
 
+impl std::fmt::Debug for SpilledFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SpilledFile(<{} bytes>)", self.len)
+    }
+}
+
 impl std::fmt::Debug for UploadData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
