@@ -10,6 +10,27 @@ pub fn png_rgb(width: u32, height: u32) -> Vec<u8> {
     encode(image::DynamicImage::ImageRgb8(img), ImageFormat::Png)
 }
 
+/// An opaque RGB PNG of `side`x`side` pseudo-random noise (from `seed`), barely compressed: about
+/// `3 * side * side` bytes, for uploads larger than the gateway keeps in memory.
+pub fn png_noise(side: u32, seed: u32) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(2_654_435_761) | 1;
+    let img = RgbImage::from_fn(side, side, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let [a, b, c, _] = state.to_le_bytes();
+        Rgb([a, b, c])
+    });
+    let mut out = Vec::new();
+    let encoder = image::codecs::png::PngEncoder::new_with_quality(
+        &mut out,
+        image::codecs::png::CompressionType::Fast,
+        image::codecs::png::FilterType::NoFilter,
+    );
+    img.write_with_encoder(encoder).expect("encode noise PNG");
+    out
+}
+
 /// An RGBA PNG with a gradient.
 pub fn png_rgba(width: u32, height: u32) -> Vec<u8> {
     let img = RgbaImage::from_fn(width, height, |x, y| {

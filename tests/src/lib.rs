@@ -10,7 +10,7 @@ mod images;
 mod process;
 mod tcp_proxy;
 
-pub use images::{png_rgb, png_rgba, solid_mask};
+pub use images::{png_noise, png_rgb, png_rgba, solid_mask};
 pub use process::{Gateway, Sim, admin, admin_with_stdin, bin_path};
 pub use tcp_proxy::TcpProxy;
 

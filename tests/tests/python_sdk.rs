@@ -10,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use imagegate_e2e::{png_rgb, solid_mask};
+use imagegate_e2e::{png_noise, png_rgb, solid_mask};
 
 fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -31,7 +31,10 @@ fn the_official_python_sdk_works_unmodified() {
     let s = common::setup();
     let fixtures = tempfile::tempdir().unwrap();
     std::fs::write(fixtures.path().join("a.png"), png_rgb(512, 512)).unwrap();
-    std::fs::write(fixtures.path().join("b.png"), png_rgb(512, 512)).unwrap();
+    // Larger than the 256 KiB the gateway keeps in memory: the edit goes through a spilled file.
+    let large = png_noise(640, 7);
+    assert!(large.len() > 256 * 1024);
+    std::fs::write(fixtures.path().join("b.png"), large).unwrap();
     std::fs::write(fixtures.path().join("mask.png"), solid_mask(512, 512)).unwrap();
     let output = Command::new(python)
         .arg(root.join("tests/python/sdk_conformance.py"))

@@ -9,7 +9,7 @@ use imagegate_console::ConsoleBackend;
 use imagegate_dispatch::PoolSnapshot;
 use imagegate_domain::{ImageParamsDraft, validate_generation};
 use imagegate_store::AccountId;
-use imagegate_upstream::{Reply, UpstreamCall};
+use imagegate_upstream::UpstreamCall;
 
 use crate::accounts::dispatch_id;
 use crate::state::AppState;
@@ -50,9 +50,10 @@ impl ConsoleBackend for GatewayConsole {
             .call(&target, UpstreamCall::Generate { params: &params }, TEST_DEADLINE)
             .await
             .map_err(|failure| failure.client_error().message)?;
-        let Reply::Json { body, .. } = reply else {
-            return Err("the upstream answered a stream to a plain request".to_owned());
-        };
+        let body = reply
+            .into_json()
+            .await
+            .map_err(|failure| failure.client_error().message)?;
         let summary = imagegate_codec::usage_scan::scan(&body);
         Ok(format!(
             "{} image(s), {} {}, {} tokens, in {:.1} s",

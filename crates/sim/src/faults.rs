@@ -29,8 +29,9 @@ pub enum FaultKind {
     InvalidApiKey,
     /// Hold the request for the stall duration before answering normally.
     Stall,
-    /// Send the first bytes (headers and the first event or body chunk), then hold for the stall
-    /// duration before the rest (names: `stall_mid_stream`, `stall_body`).
+    /// Send the first bytes (headers and the first event, or a JSON body up to a few bytes into
+    /// its first image), then hold for the stall duration before the rest (names:
+    /// `stall_mid_stream`, `stall_body`).
     StallMidStream,
     /// 400 `moderation_blocked` of type `image_generation_user_error` (names: `refusal`, `moderation_blocked`).
     Refusal,

@@ -55,6 +55,19 @@ pub struct StatsSnapshot {
     pub max_in_flight: u64,
     /// The OAuth token endpoint.
     pub oauth: OAuthStats,
+    /// The files of the last edit received, in form order (images, then the mask).
+    pub last_edit_inputs: Vec<EditInput>,
+}
+
+/// One file of an edit, as the simulator received it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EditInput {
+    /// The part name (`image[]`, `mask`, ...).
+    pub field: String,
+    /// The file's size in bytes.
+    pub bytes: u64,
+    /// The SHA-256 of the file, lowercase hex.
+    pub sha256: String,
 }
 
 impl StatsSnapshot {
@@ -116,6 +129,11 @@ impl Stats {
         if let Some(client_id) = client_id {
             inner.oauth.last_client_id = Some(client_id.to_owned());
         }
+    }
+
+    /// Remembers the files of the edit just received.
+    pub fn record_edit_inputs(&self, inputs: Vec<EditInput>) {
+        self.lock().last_edit_inputs = inputs;
     }
 
     /// Counts an injected fault.

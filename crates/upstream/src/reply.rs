@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
 use futures::stream::BoxStream;
 use imagegate_codec::sse::SseEvent;
 
@@ -11,6 +12,22 @@ use crate::failure::Failure;
 /// The relayed events of a streaming call. An error after the start arrives as `Err(Failure)` and
 /// is the last item.
 pub type EventStream = BoxStream<'static, Result<SseEvent, Failure>>;
+
+/// The rest of a non-streaming body relayed as it arrives. A failure (the connection dropped, the
+/// deadline passed, the document ended early or is malformed) is the last item; the stream ends
+/// cleanly only after a complete JSON document.
+pub type BodyStream = BoxStream<'static, Result<Bytes, Failure>>;
+
+/// A non-streaming Images answer relayed as it arrives.
+pub struct JsonStream {
+    /// The body up to the start of the first image's base64: enough to know it is a JSON object
+    /// with at least one `b64_json` image.
+    pub head: Bytes,
+    /// The rest of the body, byte for byte.
+    pub rest: BodyStream,
+    /// The upstream's `x-request-id` header.
+    pub request_id: Option<String>,
+}
 
 /// A successful upstream answer.
 pub enum Reply {
@@ -23,6 +40,9 @@ pub enum Reply {
         /// The upstream's `x-request-id` header.
         request_id: Option<String>,
     },
+    /// Non-streaming Images answer whose first image began before the body ended: the head was
+    /// checked, the rest follows as it arrives (memory does not grow with the image size).
+    JsonStream(JsonStream),
     /// Streaming: the upstream's server-sent events, decoded and relayed one by one as they arrive.
     Events(EventStream),
 }
@@ -35,7 +55,37 @@ impl fmt::Debug for Reply {
                 .field("body_bytes", &body.len())
                 .field("request_id", request_id)
                 .finish(),
+            Self::JsonStream(stream) => stream.fmt(f),
             Self::Events(_) => f.write_str("Events(..)"),
+        }
+    }
+}
+
+impl fmt::Debug for JsonStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JsonStream")
+            .field("head_bytes", &self.head.len())
+            .field("request_id", &self.request_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reply {
+    /// The whole JSON body of a non-streaming answer, waiting for the rest of a
+    /// [`Reply::JsonStream`]; an event stream is a [`crate::FailureKind::Protocol`] failure.
+    pub async fn into_json(self) -> Result<Bytes, Failure> {
+        match self {
+            Self::Json { body, .. } => Ok(body),
+            Self::JsonStream(JsonStream { head, mut rest, .. }) => {
+                let mut body = BytesMut::from(&head[..]);
+                while let Some(chunk) = rest.next().await {
+                    body.extend_from_slice(&chunk?);
+                }
+                Ok(body.freeze())
+            }
+            Self::Events(_) => Err(Failure::protocol(
+                "the upstream answered a stream to a plain request",
+            )),
         }
     }
 }

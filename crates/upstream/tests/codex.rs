@@ -72,7 +72,7 @@ async fn n_images_are_n_sequential_calls_summed_into_one_images_response() {
     let reply = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
         .await
         .unwrap();
-    let body: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+    let body: Value = serde_json::from_slice(&json_body(reply).await).unwrap();
     assert_eq!(
         body["data"],
         json!([{"b64_json": "SU1BR0U="}, {"b64_json": "SU1BR0U="}])
@@ -140,7 +140,7 @@ async fn an_unsupported_main_model_falls_back_to_the_next() {
     )
     .await
     .unwrap();
-    let body: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+    let body: Value = serde_json::from_slice(&json_body(reply).await).unwrap();
     assert_eq!(body["data"].as_array().unwrap().len(), 2);
     let models: Vec<Value> = server
         .received_requests()

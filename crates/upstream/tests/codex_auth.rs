@@ -239,6 +239,6 @@ async fn forwarded_responses_calls_use_the_token_and_its_refresh_too() {
         .call(&target, call, DEADLINE)
         .await
         .unwrap();
-    let answer: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+    let answer: Value = serde_json::from_slice(&json_body(reply).await).unwrap();
     assert_eq!(answer["id"], "resp_9");
 }

@@ -203,9 +203,24 @@ async fn edits_forward_two_images_the_mask_and_every_field_as_multipart() {
             text("background", "auto"),
             text("stream", "false"),
             text("user", "u-1"),
-            file("image[]", "cat.png", "image/png", &first.bytes),
-            file("image[]", "image-2.webp", "image/webp", &second.bytes),
-            file("mask", "mask.png", "image/png", &mask.bytes),
+            file(
+                "image[]",
+                "cat.png",
+                "image/png",
+                &first.data.to_bytes().await.unwrap()
+            ),
+            file(
+                "image[]",
+                "image-2.webp",
+                "image/webp",
+                &second.data.to_bytes().await.unwrap()
+            ),
+            file(
+                "mask",
+                "mask.png",
+                "image/png",
+                &mask.data.to_bytes().await.unwrap()
+            ),
         ]
     );
 }

@@ -17,6 +17,7 @@ use crate::http::error::HttpError;
 use crate::http::images::fail;
 use crate::relay::held::Held;
 use crate::relay::json::{images_body, responses_body};
+use crate::relay::json_stream::streamed_images_body;
 use crate::relay::stream::{StreamKind, relay_events};
 use crate::relay::{RelayFailure, RelayRequest, Relayed, relay};
 use crate::state::AppState;
@@ -184,8 +185,8 @@ fn respond(
     match &relayed.reply {
         // The body was read whole: the upstream's part is over.
         Reply::Json { .. } => usage.upstream_time(relayed.call_time),
-        // Events keep coming from the upstream until the stream ends.
-        Reply::Events(_) => usage.upstream_open(relayed.call_time),
+        // Events, or the rest of a relayed body, keep coming from the upstream until they end.
+        Reply::Events(_) | Reply::JsonStream(_) => usage.upstream_open(relayed.call_time),
     }
     let held = Held {
         lease: relayed.lease,
@@ -195,6 +196,7 @@ fn respond(
     match (relayed.reply, kind) {
         (Reply::Json { body, .. }, StreamKind::Images) => images_body(body, usage, held),
         (Reply::Json { body, .. }, StreamKind::Responses) => responses_body(body, usage, held),
+        (Reply::JsonStream(reply), _) => streamed_images_body(reply, usage, held),
         (Reply::Events(events), kind) => {
             usage.first_byte();
             let keepalive = app.config.timeouts.keepalive();

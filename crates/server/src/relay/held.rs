@@ -8,7 +8,7 @@ use imagegate_dispatch::{Dispatcher, KeyPermit, Lease, Outcome};
 #[derive(Debug)]
 pub struct Held {
     pub lease: Lease,
-    #[expect(dead_code, reason = "held only for what its Drop does")]
+    /// Held for what its `Drop` does.
     pub permit: Option<KeyPermit>,
     /// Where an outcome seen after the answer started (a failing stream) is recorded.
     pub pool: Arc<Dispatcher>,

@@ -8,6 +8,7 @@
 
 pub mod held;
 pub mod json;
+pub mod json_stream;
 mod outcome;
 pub mod stream;
 

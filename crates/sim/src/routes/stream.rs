@@ -56,7 +56,7 @@ pub fn json_body(json: Vec<u8>, stall: Option<Duration>) -> Response {
         None => Body::from(json),
         Some(pause) => {
             let mut first = json;
-            let rest = first.split_off(first.len().min(64));
+            let rest = first.split_off(stall_point(&first));
             let chunks = vec![Bytes::from(first), Bytes::from(rest)];
             let now = Instant::now();
             Body::from_stream(paced(chunks, now, now, Some(pause)))
@@ -67,6 +67,18 @@ pub fn json_body(json: Vec<u8>, stall: Option<Duration>) -> Response {
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// Where a stalled JSON body pauses: a few bytes into the first image's base64 when there is one
+/// (so a relay that holds the body until an image begins has started answering), else after 64
+/// bytes.
+fn stall_point(json: &[u8]) -> usize {
+    const KEY: &[u8] = b"\"b64_json\":\"";
+    let at = json
+        .windows(KEY.len())
+        .position(|window| window == KEY)
+        .map_or(64, |at| at + KEY.len() + 8);
+    at.min(json.len())
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use imagegate_domain::{Background, ImageParams, Quality, Usage};
 use self::auth::{CodexAuth, Session};
 use self::request::CodexRequest;
 use self::translate::{FinalImage, PartialImage, Resolved, Step, step};
-use crate::call::{Endpoint, UpstreamCall};
+use crate::call::{Endpoint, UploadedImage, UpstreamCall};
 use crate::client::UpstreamConfig;
 use crate::failure::{Failure, FailureKind};
 use crate::openai::{self, Deadline, RequestBody, now_unix_ms};
@@ -56,12 +56,19 @@ pub(crate) async fn call(
             "the codex account has no main model configured",
         ));
     }
+    // The ChatGPT backend takes input images as base64 inside the JSON request: files the codec
+    // spilled to disk are read back into memory for it.
+    let images = in_memory(images).await?;
+    let mask = match mask {
+        Some(mask) => in_memory(std::slice::from_ref(mask)).await?.pop(),
+        None => None,
+    };
     let job = Job {
         client: session.client.clone(),
         config: session.config.clone(),
         auth: Arc::clone(session.auth),
         target: target.clone(),
-        request: CodexRequest::new(params, images, mask)?,
+        request: CodexRequest::new(params, &images, mask.as_ref())?,
         n: params.n,
         endpoint,
         requested: requested(params),
@@ -75,6 +82,23 @@ pub(crate) async fn call(
         return Ok(Reply::Events(run.into_events()));
     }
     run.into_json().await
+}
+
+/// Copies of `images` whose bytes are all in memory.
+async fn in_memory(images: &[UploadedImage]) -> Result<Vec<UploadedImage>, Failure> {
+    let mut loaded = Vec::with_capacity(images.len());
+    for image in images {
+        let bytes = image
+            .data
+            .to_bytes()
+            .await
+            .map_err(|err| Failure::protocol(format!("reading an uploaded file failed: {err}")))?;
+        loaded.push(UploadedImage {
+            data: imagegate_codec::multipart::UploadData::Memory(bytes),
+            ..image.clone()
+        });
+    }
+    Ok(loaded)
 }
 
 /// A client's Responses call, forwarded as it is with the account's token and headers.

@@ -16,6 +16,7 @@ use serde::{Serialize, Serializer};
 
 use crate::call::UploadedImage;
 use crate::failure::Failure;
+use imagegate_codec::multipart::UploadData;
 
 /// The instructions sent with every image request (the ChatGPT backend requires some).
 pub(crate) const INSTRUCTIONS: &str =
@@ -151,11 +152,16 @@ struct DataUrl<'a>(&'a UploadedImage);
 impl fmt::Display for DataUrl<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let image = self.0;
+        // `codex::call` loads spilled files into memory first; a file still on disk fails the
+        // serialization rather than sending an empty image.
+        let UploadData::Memory(bytes) = &image.data else {
+            return Err(fmt::Error);
+        };
         write!(
             f,
             "data:{};base64,{}",
             image.info.format.mime(),
-            Base64Display::new(&image.bytes, &STANDARD)
+            Base64Display::new(bytes, &STANDARD)
         )
     }
 }
@@ -195,7 +201,7 @@ mod tests {
                 has_alpha: true,
                 byte_len: bytes.len() as u64,
             },
-            bytes: Bytes::from_static(bytes),
+            data: UploadData::Memory(Bytes::from_static(bytes)),
         }
     }
 

@@ -2,7 +2,7 @@
 //! [`super::images::fields`]; `moderation` only when it is not `auto`, since the SDKs' multipart
 //! edit form does not list it), then one `image[]` part per input image in order, then `mask`.
 //! Each file part carries a file name and the MIME type sniffed from its bytes; the bytes are
-//! shared with the caller, not copied.
+//! shared with the caller, not copied, and a file the codec spilled to disk is streamed from it.
 
 use imagegate_domain::ImageParams;
 use reqwest::multipart::{Form, Part};
@@ -35,14 +35,18 @@ pub(crate) fn edit_form(
 
 fn file_part(image: &UploadedImage, fallback_stem: &str) -> Result<Part, Failure> {
     let format = image.info.format;
-    let length = u64::try_from(image.bytes.len()).unwrap_or(u64::MAX);
+    let length = image.data.len();
+    let stream = image
+        .data
+        .stream()
+        .map_err(|err| Failure::protocol(format!("reading an uploaded file failed: {err}")))?;
     let filename = image
         .filename
         .as_deref()
         .map(clean_filename)
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| format!("{fallback_stem}.{}", format.as_str()));
-    Part::stream_with_length(reqwest::Body::from(image.bytes.clone()), length)
+    Part::stream_with_length(reqwest::Body::wrap_stream(stream), length)
         .file_name(filename)
         .mime_str(format.mime())
         .map_err(|err| Failure::protocol(format!("building the edit form failed: {err}")))

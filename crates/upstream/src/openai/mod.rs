@@ -7,6 +7,7 @@
 
 mod edits;
 mod images;
+mod json_body;
 mod responses;
 pub(crate) mod stream;
 
@@ -85,8 +86,8 @@ pub(crate) fn prepare(call: UpstreamCall<'_>) -> Result<(Shape, RequestBody), Fa
     Ok((shape, body))
 }
 
-/// Turns a successful answer into the [`Reply`]: the relayed events of a stream, or the checked
-/// JSON body.
+/// Turns a successful answer into the [`Reply`]: the relayed events of a stream, an Images answer
+/// relayed from the start of its first image (see [`json_body`]), or the checked JSON body.
 pub(crate) async fn finish(
     response: reqwest::Response,
     shape: Shape,
@@ -107,6 +108,22 @@ pub(crate) async fn finish(
         .get("x-request-id")
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
+    if shape.endpoint.is_images() {
+        if response
+            .content_length()
+            .and_then(|len| usize::try_from(len).ok())
+            .is_some_and(|len| len > config.max_body_bytes)
+        {
+            return Err(Failure::protocol(format!(
+                "the upstream answer is larger than {} bytes",
+                config.max_body_bytes
+            )));
+        }
+        let chunks = json_body::chunks_of(response, deadline);
+        return json_body::images_reply(chunks, shape.endpoint, config.max_body_bytes, request_id)
+            .await
+            .map_err(|failure| failure.with_status(status));
+    }
     let body = read_body(response, config.max_body_bytes, deadline).await?;
     check_body(shape.endpoint, &body).map_err(|failure| failure.with_status(status))?;
     Ok(Reply::Json { body, request_id })

@@ -78,7 +78,7 @@ pub fn upload(
             has_alpha: true,
             byte_len: bytes.len() as u64,
         },
-        bytes: Bytes::from_static(bytes),
+        data: imagegate_codec::multipart::UploadData::Memory(Bytes::from_static(bytes)),
     }
 }
 
@@ -97,17 +97,14 @@ pub async fn generate(server: &MockServer, params: &ImageParams) -> Result<Reply
         .await
 }
 
-pub fn json_body(reply: Reply) -> Bytes {
-    match reply {
-        Reply::Json { body, .. } => body,
-        Reply::Events(_) => panic!("expected a JSON reply"),
-    }
+pub async fn json_body(reply: Reply) -> Bytes {
+    reply.into_json().await.expect("a JSON reply")
 }
 
 pub async fn events(reply: Reply) -> Vec<Result<SseEvent, Failure>> {
     match reply {
         Reply::Events(stream) => stream.collect().await,
-        Reply::Json { .. } => panic!("expected an event stream"),
+        Reply::Json { .. } | Reply::JsonStream(_) => panic!("expected an event stream"),
     }
 }
 

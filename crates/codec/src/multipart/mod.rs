@@ -4,20 +4,24 @@
 //! `image[N]` (some third-party clients; sorted by `N` when every image is indexed) and `mask`.
 //! Text fields are parsed from their string form (`"true"`, `"2"`). A file's type is sniffed from
 //! its bytes, never taken from the part's `Content-Type`; dimensions and alpha come from the
-//! header. Each file is held once, as [`Bytes`], and refused as soon as its running size reaches
-//! the limit.
+//! header. Each file is held once, and refused as soon as its running size reaches the limit:
+//! in memory up to [`SPILL_THRESHOLD`] bytes, in a temporary file beyond (see [`UploadData`]).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::Stream;
 use imagegate_domain::{
-    ErrorKind, ImageInfo, ImageParamsDraft, MAX_EDIT_IMAGES, MAX_FILE_BYTES, RequestError, check_mask,
+    ErrorKind, ImageParamsDraft, MAX_EDIT_IMAGES, MAX_FILE_BYTES, RequestError, check_mask,
 };
 
 use crate::error::ApiError;
-use crate::image_header::{self, HeaderError, MAGIC_LEN};
+
+mod upload;
+
+use upload::read_file;
+pub use upload::{SPILL_THRESHOLD, SpilledFile, UploadData, UploadedImage};
 
 /// A decoded edit form (not yet validated: pass `draft` to `imagegate_domain::validate_edit`).
 #[derive(Debug, Clone)]
@@ -28,19 +32,6 @@ pub struct EditForm {
     pub images: Vec<UploadedImage>,
     /// The mask, already checked against the first image.
     pub mask: Option<UploadedImage>,
-}
-
-/// One uploaded file.
-#[derive(Clone)]
-pub struct UploadedImage {
-    /// The part name as sent (`image`, `image[]`, `image[2]`, `mask`).
-    pub field: String,
-    /// The file name the client gave, if any.
-    pub filename: Option<String>,
-    /// Format, dimensions and alpha read from the header.
-    pub info: ImageInfo,
-    /// The file (the only copy).
-    pub bytes: Bytes,
 }
 
 /// Bounds applied while reading the form.
@@ -122,15 +113,14 @@ where
                         ..err
                     });
                 }
-                let bytes = read_file(&mut field, &name, limits.max_file_bytes).await?;
-                let info = sniff(&name, &bytes)?;
+                let (info, data) = read_file(&mut field, &name, limits.max_file_bytes).await?;
                 images.push((
                     index,
                     UploadedImage {
                         field: name,
                         filename,
                         info,
-                        bytes,
+                        data,
                     },
                 ));
             }
@@ -138,13 +128,12 @@ where
                 if mask.is_some() {
                     return Err(duplicate(&name));
                 }
-                let bytes = read_file(&mut field, &name, limits.max_file_bytes).await?;
-                let info = sniff(&name, &bytes)?;
+                let (info, data) = read_file(&mut field, &name, limits.max_file_bytes).await?;
                 mask = Some(UploadedImage {
                     field: name,
                     filename,
                     info,
-                    bytes,
+                    data,
                 });
             }
             PartName::Text => {
@@ -193,60 +182,6 @@ impl PartName {
             None => Self::Text,
         }
     }
-}
-
-async fn read_file(field: &mut multer::Field<'_>, name: &str, limit: u64) -> Result<Bytes, ApiError> {
-    let mut first: Option<Bytes> = None;
-    let mut joined = BytesMut::new();
-    let mut len: u64 = 0;
-    let mut magic_checked = false;
-    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-        len = len.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
-        if len >= limit {
-            return Err(RequestError::FileTooLarge {
-                param: name.to_owned(),
-                limit,
-            }
-            .into());
-        }
-        match first.take() {
-            None if joined.is_empty() => first = Some(chunk),
-            None => joined.extend_from_slice(&chunk),
-            Some(head) => {
-                joined.reserve(head.len() + chunk.len());
-                joined.extend_from_slice(&head);
-                joined.extend_from_slice(&chunk);
-            }
-        }
-        if !magic_checked {
-            let prefix = first.as_deref().unwrap_or(&joined);
-            if prefix.len() >= MAGIC_LEN {
-                magic_checked = true;
-                if image_header::sniff_format(prefix).is_none() {
-                    return Err(RequestError::UnsupportedFileType {
-                        param: name.to_owned(),
-                    }
-                    .into());
-                }
-            }
-        }
-    }
-    Ok(first.unwrap_or_else(|| joined.freeze()))
-}
-
-fn sniff(name: &str, bytes: &[u8]) -> Result<ImageInfo, ApiError> {
-    image_header::sniff(bytes).map_err(|err| match err {
-        HeaderError::Unrecognized => RequestError::UnsupportedFileType {
-            param: name.to_owned(),
-        }
-        .into(),
-        other => ApiError::new(
-            ErrorKind::InvalidRequest,
-            format!("Invalid file '{name}': {other}."),
-        )
-        .with_param(name)
-        .with_code("invalid_image"),
-    })
 }
 
 async fn read_text(field: &mut multer::Field<'_>, name: &str, limit: usize) -> Result<String, ApiError> {
@@ -380,17 +315,5 @@ impl<S: Stream> Stream for OneChunkPerPoll<S> {
             self.just_yielded = true;
         }
         next
-    }
-}
-
-impl std::fmt::Debug for UploadedImage {
-    /// Never prints the file itself, only what it is.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UploadedImage")
-            .field("field", &self.field)
-            .field("filename", &self.filename)
-            .field("info", &self.info)
-            .field("bytes", &format_args!("<{} bytes>", self.bytes.len()))
-            .finish()
     }
 }

@@ -1,0 +1,264 @@
+//! One uploaded file of an edit form, and how it is read from the request: files up to
+//! [`SPILL_THRESHOLD`] bytes stay in memory; larger files are written to a temporary file as they
+//! arrive, so a request's memory does not grow with the size of its images.
+//!
+//! Validation does not wait for the disk: the size limit is enforced on the running length, the
+//! format is sniffed from the first bytes, and the header (dimensions, alpha) is read from the
+//! start of the file that is kept in memory.
+
+use std::io;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures::Stream;
+use imagegate_domain::{ImageInfo, RequestError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::error::ApiError;
+use crate::image_header::{self, HeaderError, MAGIC_LEN};
+
+/// Files larger than this many bytes are spilled to a temporary file.
+pub const SPILL_THRESHOLD: usize = 256 * 1024;
+
+/// How far into a spilled file the header is looked for when it does not fit in the first
+/// [`SPILL_THRESHOLD`] bytes (a JPEG with large metadata segments before its frame header).
+const MAX_HEADER_SEARCH: u64 = 8 * 1024 * 1024;
+
+/// Size of the reads when a spilled file is streamed back.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// One uploaded file.
+#[derive(Clone)]
+pub struct UploadedImage {
+    /// The part name as sent (`image`, `image[]`, `image[2]`, `mask`).
+    pub field: String,
+    /// The file name the client gave, if any.
+    pub filename: Option<String>,
+    /// Format, dimensions and alpha read from the header; `byte_len` is the whole file's size.
+    pub info: ImageInfo,
+    /// The file's bytes, in memory or on disk.
+    pub data: UploadData,
+}
+
+/// Where the bytes of an uploaded file are kept. Clones share the same bytes or file.
+#[derive(Clone)]
+pub enum UploadData {
+    /// A file of at most [`SPILL_THRESHOLD`] bytes (the only copy).
+    Memory(Bytes),
+    /// A larger file, in a temporary file that is deleted when the last clone is dropped.
+    Spilled(Arc<SpilledFile>),
+}
+
+/// A temporary file holding one upload.
+pub struct SpilledFile {
+    file: tempfile::NamedTempFile,
+    len: u64,
+}
+
+impl UploadData {
+    /// The file's size in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Self::Memory(bytes) => u64::try_from(bytes.len()).unwrap_or(u64::MAX),
+            Self::Spilled(file) => file.len,
+        }
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the file was spilled to disk.
+    pub fn is_spilled(&self) -> bool {
+        matches!(self, Self::Spilled(_))
+    }
+
+    /// The whole file from its start, in chunks of at most 64 KiB for a spilled file. Each call
+    /// opens the file anew, so the same upload can be sent again (to another account).
+    pub fn stream(&self) -> io::Result<impl Stream<Item = io::Result<Bytes>> + Send + 'static> {
+        let source = match self {
+            Self::Memory(bytes) => Source::Memory(Some(bytes.clone())),
+            Self::Spilled(spilled) => Source::File(tokio::fs::File::from_std(spilled.file.reopen()?)),
+        };
+        Ok(futures::stream::unfold(source, |source| async move {
+            match source {
+                Source::Memory(bytes) => bytes
+                    .filter(|b| !b.is_empty())
+                    .map(|b| (Ok(b), Source::Memory(None))),
+                Source::File(mut file) => {
+                    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+                    match file.read_buf(&mut buf).await {
+                        Ok(0) => None,
+                        Ok(_) => Some((Ok(buf.freeze()), Source::File(file))),
+                        Err(err) => Some((Err(err), Source::Memory(None))),
+                    }
+                }
+            }
+        }))
+    }
+
+    /// The whole file in memory (for transports that must embed it, e.g. as base64).
+    pub async fn to_bytes(&self) -> io::Result<Bytes> {
+        match self {
+            Self::Memory(bytes) => Ok(bytes.clone()),
+            Self::Spilled(spilled) => {
+                let mut file = tokio::fs::File::from_std(spilled.file.reopen()?);
+                let mut all = Vec::with_capacity(usize::try_from(spilled.len).unwrap_or(0));
+                file.read_to_end(&mut all).await?;
+                Ok(Bytes::from(all))
+            }
+        }
+    }
+}
+
+enum Source {
+    Memory(Option<Bytes>),
+    File(tokio::fs::File),
+}
+
+/// Reads one file part: refuses it once its running size reaches `limit` or when its first bytes
+/// are not a PNG, JPEG or WebP signature, spills it past [`SPILL_THRESHOLD`], and reads its header.
+pub(super) async fn read_file(
+    field: &mut multer::Field<'_>,
+    name: &str,
+    limit: u64,
+) -> Result<(ImageInfo, UploadData), ApiError> {
+    let mut head = BytesMut::new();
+    let mut spill: Option<Spill> = None;
+    let mut len: u64 = 0;
+    let mut magic_checked = false;
+    while let Some(chunk) = field.chunk().await.map_err(super::multipart_error)? {
+        len = len.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
+        if len >= limit {
+            return Err(RequestError::FileTooLarge {
+                param: name.to_owned(),
+                limit,
+            }
+            .into());
+        }
+        match spill.as_mut() {
+            Some(spill) => spill.write(&chunk).await.map_err(spill_error)?,
+            None => {
+                head.extend_from_slice(&chunk);
+                if head.len() > SPILL_THRESHOLD {
+                    spill = Some(Spill::start(&head).await.map_err(spill_error)?);
+                }
+            }
+        }
+        if !magic_checked && head.len() >= MAGIC_LEN {
+            magic_checked = true;
+            if image_header::sniff_format(&head).is_none() {
+                return Err(unsupported(name));
+            }
+        }
+    }
+    match spill {
+        None => {
+            let bytes = head.freeze();
+            let info = sniff(name, &bytes)?;
+            Ok((info, UploadData::Memory(bytes)))
+        }
+        Some(spill) => {
+            let spilled = spill.finish(len).await.map_err(spill_error)?;
+            let mut info = match image_header::sniff(&head) {
+                Err(HeaderError::Truncated(_)) => {
+                    let longer = read_prefix(&spilled, MAX_HEADER_SEARCH)
+                        .await
+                        .map_err(spill_error)?;
+                    sniff(name, &longer)?
+                }
+                other => other.map_err(|err| header_error(name, err))?,
+            };
+            info.byte_len = len;
+            Ok((info, UploadData::Spilled(Arc::new(spilled))))
+        }
+    }
+}
+
+/// A temporary file being written.
+struct Spill {
+    file: tempfile::NamedTempFile,
+    writer: tokio::fs::File,
+}
+
+impl Spill {
+    async fn start(head: &[u8]) -> io::Result<Self> {
+        let file = tempfile::Builder::new().prefix("imagegate-upload-").tempfile()?;
+        let mut writer = tokio::fs::File::from_std(file.reopen()?);
+        writer.write_all(head).await?;
+        Ok(Self { file, writer })
+    }
+
+    async fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.writer.write_all(chunk).await
+    }
+
+    async fn finish(mut self, len: u64) -> io::Result<SpilledFile> {
+        self.writer.flush().await?;
+        Ok(SpilledFile { file: self.file, len })
+    }
+}
+
+async fn read_prefix(spilled: &SpilledFile, max: u64) -> io::Result<Vec<u8>> {
+    let file = tokio::fs::File::from_std(spilled.file.reopen()?);
+    let mut prefix = Vec::new();
+    file.take(max).read_to_end(&mut prefix).await?;
+    Ok(prefix)
+}
+
+fn sniff(name: &str, bytes: &[u8]) -> Result<ImageInfo, ApiError> {
+    image_header::sniff(bytes).map_err(|err| header_error(name, err))
+}
+
+fn header_error(name: &str, err: HeaderError) -> ApiError {
+    match err {
+        HeaderError::Unrecognized => unsupported(name),
+        other => ApiError::new(
+            imagegate_domain::ErrorKind::InvalidRequest,
+            format!("Invalid file '{name}': {other}."),
+        )
+        .with_param(name)
+        .with_code("invalid_image"),
+    }
+}
+
+fn unsupported(name: &str) -> ApiError {
+    RequestError::UnsupportedFileType {
+        param: name.to_owned(),
+    }
+    .into()
+}
+
+/// The gateway could not write or read its temporary file: its own failure (a 500), not the
+/// client's. The I/O error is not shown to the client (it may name server paths).
+fn spill_error(_err: io::Error) -> ApiError {
+    ApiError::internal()
+}
+
+impl std::fmt::Debug for UploadedImage {
+    /// Never prints the file itself, only what it is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadedImage")
+            .field("field", &self.field)
+            .field("filename", &self.filename)
+            .field("info", &self.info)
+            .field("data", &self.data)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for SpilledFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SpilledFile(<{} bytes>)", self.len)
+    }
+}
+
+impl std::fmt::Debug for UploadData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Memory(bytes) => write!(f, "<{} bytes in memory>", bytes.len()),
+            Self::Spilled(file) => write!(f, "<{} bytes on disk>", file.len),
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Answering with a non-streaming Images reply as it arrives: the upstream's JSON body passes
+//! through byte for byte, never held whole, and its usage is read by the incremental scanner on the
+//! way, so the usage record is complete when the document ends.
+//!
+//! The account's slot and the key's permit are freed as the body starts: the upstream has finished
+//! generating by then, and a slow client must not keep an account busy. The upstream time runs
+//! until the last byte arrived from the upstream. If the upstream fails mid-body, the failure is
+//! recorded against the account and in the usage record, and the client's connection is cut: it
+//! never receives a truncated document that ends like a complete one.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::StreamExt;
+use imagegate_codec::usage_scan::ImagesResponseScanner;
+use imagegate_upstream::{BodyStream, Failure, JsonStream};
+
+use crate::relay::held::Held;
+use crate::relay::{failure_error, outcome_of};
+use crate::usage::UsageRecorder;
+
+/// The client's connection is cut: the upstream failed after the body started.
+#[derive(Debug, thiserror::Error)]
+#[error("the upstream failed after the answer started")]
+pub struct CutShort;
+
+struct Passing {
+    head: Option<Bytes>,
+    rest: BodyStream,
+    scanner: ImagesResponseScanner,
+    usage: Option<UsageRecorder>,
+    account: imagegate_dispatch::AccountId,
+    pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
+}
+
+/// The response for a [`JsonStream`] reply.
+pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: Held) -> Response {
+    let Held { lease, permit, pool } = held;
+    let account = lease.account().clone();
+    drop(lease);
+    drop(permit);
+    usage.first_byte();
+    let passing = Passing {
+        head: Some(reply.head),
+        rest: reply.rest,
+        scanner: ImagesResponseScanner::new(),
+        usage: Some(usage),
+        account,
+        pool,
+    };
+    let body = futures::stream::unfold(Some(passing), |state| async move {
+        let mut passing = state?;
+        let next = match passing.head.take() {
+            Some(head) => Some(Ok(head)),
+            None => passing.rest.next().await,
+        };
+        match next {
+            Some(Ok(chunk)) => {
+                passing.scanner.push(&chunk);
+                Some((Ok(chunk), Some(passing)))
+            }
+            Some(Err(failure)) => {
+                passing.failed(&failure).await;
+                Some((Err(CutShort), None))
+            }
+            None => {
+                passing.completed();
+                None
+            }
+        }
+    });
+    let mut response = (StatusCode::OK, Body::from_stream(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+impl Passing {
+    /// Records a failure after the start: on the account, and as the request's outcome.
+    async fn failed(&mut self, failure: &Failure) {
+        tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of a JSON answer");
+        if let Err(err) = self
+            .pool
+            .record_outcome(&self.account, &outcome_of(failure))
+            .await
+        {
+            tracing::error!(error = %err, "could not record an upstream outcome");
+        }
+        if let Some(mut usage) = self.usage.take() {
+            usage.upstream_closed();
+            let error = failure_error(failure).api;
+            usage.finish(error.status(), error.code());
+        }
+    }
+
+    /// Completes the usage record once the document ended.
+    fn completed(&mut self) {
+        let Some(mut usage) = self.usage.take() else {
+            return;
+        };
+        usage.upstream_closed();
+        let summary = self.scanner.summary();
+        usage.produced(
+            summary.size.as_deref(),
+            summary.quality.as_deref(),
+            summary.output_format.as_deref(),
+            u32::try_from(summary.images).unwrap_or(u32::MAX),
+        );
+        if let Some(tokens) = &summary.usage {
+            usage.usage(tokens);
+        }
+        usage.finish(200, None);
+    }
+}

@@ -1,0 +1,139 @@
+//! A non-streaming Images answer, relayed as it arrives instead of held whole.
+//!
+//! The body is held only until the first image's base64 begins: by then the answer is known to be
+//! a JSON object holding at least one non-empty `b64_json` string (the check of
+//! [`super::check_body`]), and the rest is handed on chunk by chunk ([`Reply::JsonStream`]). The
+//! rest is scanned as it passes, so a document that ends early or turns malformed ends the stream
+//! with a failure instead of a clean end, and the deadline and the body size bound still apply.
+//! An answer that ends before its first image begins is held whole and checked as before
+//! ([`Reply::Json`]).
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use imagegate_codec::usage_scan::ImagesResponseScanner;
+use tokio::time::timeout_at;
+
+use super::{Deadline, check_body, has_b64_json_string};
+use crate::call::Endpoint;
+use crate::failure::{Failure, classify_transport};
+use crate::reply::{BodyStream, JsonStream, Reply};
+
+/// Where the upstream's body comes from: the HTTP response, or chunks in tests.
+pub(crate) type Chunks = futures::stream::BoxStream<'static, Result<Bytes, Failure>>;
+
+/// The body of `response` as [`Chunks`], each read bounded by `deadline`.
+pub(crate) fn chunks_of(response: reqwest::Response, deadline: Deadline) -> Chunks {
+    futures::stream::unfold(Some(response), move |response| async move {
+        let mut response = response?;
+        match timeout_at(deadline.at, response.chunk()).await {
+            Err(_elapsed) => Some((Err(deadline.failure()), None)),
+            Ok(Err(err)) => Some((Err(classify_transport(&err)), None)),
+            Ok(Ok(None)) => None,
+            Ok(Ok(Some(chunk))) => Some((Ok(chunk), Some(response))),
+        }
+    })
+    .boxed()
+}
+
+/// Reads an Images answer until its first image begins, and returns the rest as a stream.
+pub(crate) async fn images_reply(
+    mut body: Chunks,
+    endpoint: Endpoint,
+    max_bytes: usize,
+    request_id: Option<String>,
+) -> Result<Reply, Failure> {
+    let mut head = BytesMut::new();
+    let mut scanner = ImagesResponseScanner::new();
+    loop {
+        match body.next().await {
+            None => {
+                let body = head.freeze();
+                check_body(endpoint, &body)?;
+                return Ok(Reply::Json { body, request_id });
+            }
+            Some(Err(failure)) => return Err(failure),
+            Some(Ok(chunk)) => {
+                if head.len().saturating_add(chunk.len()) > max_bytes {
+                    return Err(too_large(max_bytes));
+                }
+                head.extend_from_slice(&chunk);
+                scanner.push(&chunk);
+                if scanner.is_malformed() {
+                    return Err(Failure::protocol("the upstream answer is not a JSON object"));
+                }
+                if !scanner.is_complete() && first_image_began(&head, &scanner) {
+                    let budget = max_bytes - head.len();
+                    return Ok(Reply::JsonStream(JsonStream {
+                        head: head.freeze(),
+                        rest: rest(body, scanner, budget, max_bytes),
+                        request_id,
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `head` is the start of a JSON object in which an image's base64 has begun.
+fn first_image_began(head: &[u8], scanner: &ImagesResponseScanner) -> bool {
+    head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        && scanner.summary().images > 0
+        && has_b64_json_string(head)
+}
+
+struct Rest {
+    body: Chunks,
+    scanner: ImagesResponseScanner,
+    /// Bytes the rest may still have.
+    budget: usize,
+    max_bytes: usize,
+    done: bool,
+}
+
+/// The rest of the body, checked as it passes: the stream ends cleanly only after a complete,
+/// well-formed document; otherwise its last item is the failure.
+fn rest(body: Chunks, scanner: ImagesResponseScanner, budget: usize, max_bytes: usize) -> BodyStream {
+    let state = Rest {
+        body,
+        scanner,
+        budget,
+        max_bytes,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let item = match state.body.next().await {
+            None if state.scanner.is_complete() => return None,
+            None => Err(Failure::protocol(
+                "the upstream answer ended before its JSON document did",
+            )),
+            Some(Err(failure)) => Err(failure),
+            Some(Ok(chunk)) => {
+                state.scanner.push(&chunk);
+                if chunk.len() > state.budget {
+                    Err(too_large(state.max_bytes))
+                } else if state.scanner.is_malformed() {
+                    Err(Failure::protocol("the upstream answer is not valid JSON"))
+                } else {
+                    state.budget -= chunk.len();
+                    Ok(chunk)
+                }
+            }
+        };
+        state.done = item.is_err();
+        Some((item, state))
+    })
+    .boxed()
+}
+
+fn too_large(max_bytes: usize) -> Failure {
+    Failure::protocol(format!(
+        "the upstream answer is larger than the {max_bytes} bytes allowed"
+    ))
+}
+
+#[cfg(test)]
+#[path = "json_body_tests.rs"]
+mod tests;
