@@ -34,7 +34,7 @@ async fn every_request_carries_the_token_and_the_subscription_headers() {
         json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 3600, "account_id": "acct-123"}),
     );
     let reply = generate(&upstream_with(&server, &store), &target).await.unwrap();
-    assert_eq!(image_of(reply), "SU1H");
+    assert_eq!(image_of(reply).await, "SU1H");
     assert!(store.saved().is_empty(), "nothing was refreshed");
 }
 
@@ -161,7 +161,7 @@ async fn concurrent_calls_share_one_refresh() {
     );
     let calls = (0..4).map(|_| generate(&upstream, &target));
     for result in futures::future::join_all(calls).await {
-        assert_eq!(image_of(result.unwrap()), "SU1H");
+        assert_eq!(image_of(result.unwrap()).await, "SU1H");
     }
     assert_eq!(store.saved().len(), 1);
 }

@@ -90,7 +90,7 @@ async fn sim_accounts_use_the_openai_wire() {
         )
         .await
         .unwrap();
-    assert_eq!(json_body(reply), Bytes::from(image_answer()));
+    assert_eq!(json_body(reply).await, Bytes::from(image_answer()));
 }
 
 /// One part of a received multipart body.
@@ -180,7 +180,7 @@ async fn edits_forward_two_images_the_mask_and_every_field_as_multipart() {
         .call(&target(&server, AccountKind::OpenAi), call, DEADLINE)
         .await
         .unwrap();
-    assert_eq!(json_body(reply), Bytes::from(image_answer()));
+    assert_eq!(json_body(reply).await, Bytes::from(image_answer()));
 
     let request = only_request(&server).await;
     let parts = parse_multipart(&request).await;
@@ -291,7 +291,7 @@ async fn responses_bodies_are_forwarded_as_they_are() {
         .call(&target(&server, AccountKind::OpenAi), call, DEADLINE)
         .await
         .unwrap();
-    assert_eq!(json_body(reply), Bytes::from(answer));
+    assert_eq!(json_body(reply).await, Bytes::from(answer));
     let request = only_request(&server).await;
     let sent: Value = serde_json::from_slice(&request.body).unwrap();
     assert_eq!(sent, Value::Object(body));

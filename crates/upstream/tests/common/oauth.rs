@@ -113,8 +113,8 @@ pub async fn generate(upstream: &HttpUpstream, target: &AccountTarget) -> Result
         .await
 }
 
-pub fn image_of(reply: Reply) -> Value {
-    let body: Value = serde_json::from_slice(&json_body(reply)).unwrap();
+pub async fn image_of(reply: Reply) -> Value {
+    let body: Value = serde_json::from_slice(&json_body(reply).await).unwrap();
     body["data"][0]["b64_json"].clone()
 }
 
