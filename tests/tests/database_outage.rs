@@ -202,6 +202,19 @@ async fn the_gateway_serves_through_a_database_outage_and_loses_no_usage() {
     assert_eq!(body["error"]["type"], "server_error");
     assert_eq!(db.usage_rows().await, (3, 3), "the database is out of reach");
     wait_for_spooled(dir.path(), 4).await;
+    let ready = client
+        .get(format!("{}/readyz", gateway.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        ready.status(),
+        200,
+        "a database outage must not drain the replica"
+    );
+    let ready: serde_json::Value = ready.json().await.unwrap();
+    assert_eq!(ready["status"], "degraded");
+    assert_eq!(ready["database"], "unavailable");
 
     db.proxy.restore();
     assert_eq!(

@@ -33,37 +33,47 @@ pub async fn healthz() -> Response {
     Json(json!({"status": "ok"})).into_response()
 }
 
-/// `GET /readyz`: whether this replica can serve.
+/// `GET /readyz`: whether this replica can serve, and how.
 ///
-/// - database down: 503 `not ready` (keys cannot be checked, usage cannot be recorded);
-/// - Redis configured but down: **200** `degraded` — the replica still serves, with account and
-///   key limits held per replica (see `crate::pool_backend`). A load balancer must keep routing
-///   to it: Redis is shared, so a Redis blip would otherwise drain every replica at once;
-/// - otherwise 200 `ready`.
+/// The gateway keeps serving when a shared dependency is down, so `/readyz` stays **200** and says
+/// `degraded`: both the database and Redis are shared, so failing the check would make a load
+/// balancer drain every replica at the same moment, although each can still serve.
 ///
-/// Body: `{"status": "ready"|"degraded"|"not ready", "database": "ok"|"unavailable",
-/// "redis": "ok"|"unavailable"|"not_configured"}`.
+/// - database down: `degraded` — keys this replica has seen keep working (stale-if-error), unknown
+///   keys get 503 `database_unavailable`, usage records go to the local spool and are written once
+///   the database is back (see `imagegate_store::UsageSpool`);
+/// - Redis configured but down: `degraded` — account and key limits are held per replica (see
+///   `crate::pool_backend`);
+/// - otherwise `ready`.
+///
+/// Body: `{"status": "ready"|"degraded", "database": "ok"|"unavailable",
+/// "redis": "ok"|"unavailable"|"not_configured"}`. The database ping gives up after
+/// [`READY_PING_TIMEOUT`] so a hung connection cannot hang the health check.
 pub async fn readyz(State(app): State<Arc<AppState>>) -> Response {
-    let (database, redis) = tokio::join!(app.store.ping(), app.pool_backend.redis_status());
+    let ping = tokio::time::timeout(READY_PING_TIMEOUT, app.store.ping());
+    let (database, redis) = tokio::join!(ping, app.pool_backend.redis_status());
     let database_ok = match database {
-        Ok(()) => true,
-        Err(err) => {
-            tracing::warn!(error = %err, "database not ready");
+        Ok(Ok(())) => true,
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "readyz: database unavailable");
+            false
+        }
+        Err(_) => {
+            tracing::warn!("readyz: database ping timed out");
             false
         }
     };
-    let (code, status) = match (database_ok, redis) {
-        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "not ready"),
-        (true, RedisStatus::Unavailable) => (StatusCode::OK, "degraded"),
-        (true, _) => (StatusCode::OK, "ready"),
-    };
+    let degraded = !database_ok || matches!(redis, RedisStatus::Unavailable);
     let body = json!({
-        "status": status,
+        "status": if degraded { "degraded" } else { "ready" },
         "database": if database_ok { "ok" } else { "unavailable" },
         "redis": redis.as_str(),
     });
-    (code, Json(body)).into_response()
+    (StatusCode::OK, Json(body)).into_response()
 }
+
+/// How long `/readyz` waits for the database to answer a ping.
+const READY_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `GET /metrics`: Prometheus / OpenMetrics text.
 pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
