@@ -41,7 +41,10 @@ impl Machine {
         }
         Self {
             cpu: cpu_model(&cpuinfo),
-            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            // Counted from /proc/cpuinfo: `available_parallelism` follows this process's affinity,
+            // which is one CPU once the harness has pinned itself.
+            cpus: cpu_count(&cpuinfo)
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(0, |n| n.get())),
             memory_gib: mem_total_kib(&meminfo) as f64 / (1024.0 * 1024.0),
             kernel: output(root, "uname", &["-sr"]),
             rustc: output(root, "rustc", &["-V"]),
@@ -99,5 +102,26 @@ mod tests {
             25_165_824
         );
         assert_eq!(cpu_model(""), "");
+    }
+}
+
+/// The machine's CPUs: the `processor` entries of `/proc/cpuinfo`.
+fn cpu_count(cpuinfo: &str) -> Option<usize> {
+    let count = cpuinfo
+        .lines()
+        .filter(|line| line.split(':').next().is_some_and(|k| k.trim() == "processor"))
+        .count();
+    (count > 0).then_some(count)
+}
+
+#[cfg(test)]
+mod cpu_count_tests {
+    use super::cpu_count;
+
+    #[test]
+    fn counts_processor_entries_not_the_affinity() {
+        let info = "processor\t: 0\nmodel name\t: X\n\nprocessor\t: 1\nmodel name\t: X\n";
+        assert_eq!(cpu_count(info), Some(2));
+        assert_eq!(cpu_count(""), None);
     }
 }
