@@ -2,17 +2,28 @@
 //!
 //! A group's candidates are sorted once, when the specs are loaded, into *bands* of equal
 //! (tier, priority), best band first. Selection walks the bands in order and takes, in the first
-//! band that has an eligible account, the least loaded one. The walk in a band starts at a random
-//! offset and stops at the first idle eligible account (nothing can be less loaded), so the usual
-//! pick costs a handful of lookups whatever the pool size; only when the best bands are busy or
-//! cooling does it look further. Ties between equally loaded accounts are broken by the random
-//! start.
+//! band that has an eligible account, the least loaded one it compares. The walk in a band starts
+//! at a random offset and stops at the first idle eligible account (nothing can be less loaded), so
+//! the usual pick costs a handful of lookups whatever the pool size; only when the best bands are
+//! busy or cooling does it look further. Ties between equally loaded accounts are broken by the
+//! random start.
+//!
+//! When every account of a large band is already working, the walk compares at most
+//! [`COMPARE_WINDOW`] eligible accounts (from its random start) and takes the least loaded of
+//! those: the "best of k random choices" rule that load balancers such as Envoy's least-request
+//! policy use, so a pick over 10,000 busy accounts costs as much as one over 32. Bands up to the
+//! window's size are compared in full (exact least-loaded). Full, cooling and excluded accounts do
+//! not count toward the window, so an eligible account is always found when one exists.
 
 use serde::Serialize;
 
 use crate::account::{AccountId, AccountSpec, ClassLimits, GroupId, SizeClass};
 use crate::clock::UnixMillis;
 use crate::outcome::AccountHealth;
+
+/// How many eligible accounts a walk through a band compares, at most, before it takes the least
+/// loaded of them (see the module docs).
+pub const COMPARE_WINDOW: usize = 32;
 
 /// One account as seen by selection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,8 +248,9 @@ pub enum Selection {
 /// tie-breaks.
 ///
 /// Within a band the walk starts at an offset drawn from `random` and keeps the first of the least
-/// loaded accounts it meets, so equally loaded accounts are all picked, though not with exactly
-/// equal odds when busy or cooling accounts sit between them.
+/// loaded accounts it meets among at most [`COMPARE_WINDOW`] eligible ones, so equally loaded
+/// accounts are all picked, though not with exactly equal odds when busy or cooling accounts sit
+/// between them.
 pub fn select(
     ranked: &RankedCandidates,
     query: &SelectionQuery<'_>,
@@ -254,6 +266,7 @@ pub fn select(
         };
         let offset = usize::try_from(rng.next() % band.len().max(1) as u64).unwrap_or(0);
         let mut best: Option<(usize, Load)> = None;
+        let mut compared = 0_usize;
         let rotated = (offset..band.len()).chain(0..offset);
         for position in rotated {
             let Some(candidate) = band.get(position) else {
@@ -286,6 +299,10 @@ pub fn select(
                 .is_none_or(|(_, current)| load.cmp_to(current).is_lt())
             {
                 best = Some((start + position, load));
+            }
+            compared += 1;
+            if compared >= COMPARE_WINDOW {
+                break;
             }
         }
         if let Some((index, _)) = best {

@@ -310,3 +310,72 @@ fn expired_cooldown_no_longer_blocks() {
         "a"
     );
 }
+
+/// A band of `size` standard-limit-4 accounts of one tier.
+fn one_band(size: usize) -> RankedCandidates {
+    let specs: Vec<_> = (0..size)
+        .map(|i| AccountSpec::new(&format!("a{i:05}"), Tier::Pro, &["g"]))
+        .collect();
+    ranked(&specs)
+}
+
+#[test]
+fn a_busy_large_band_compares_a_bounded_window_and_takes_its_least_loaded() {
+    let r = one_band(2_000);
+    // Loads 1..=3 spread over the band, none idle, none full (standard limit 4).
+    let load_of = |index: usize| u32::try_from(index * 7 % 3 + 1).unwrap();
+    for seed in 0..50 {
+        let seen = std::cell::RefCell::new(Vec::new());
+        let s = select(
+            &r,
+            &query(SizeClass::Standard, true),
+            |index, _| {
+                seen.borrow_mut().push(index);
+                Some(AccountLoad::of(&busy(0, load_of(index))))
+            },
+            seed,
+        );
+        let Selection::Selected(chosen) = s else {
+            panic!("expected a selection, got {s:?}");
+        };
+        let seen = seen.into_inner();
+        assert_eq!(seen.len(), COMPARE_WINDOW, "seed {seed}: compared {}", seen.len());
+        assert!(seen.contains(&chosen));
+        let least = seen.iter().map(|&i| load_of(i)).min().unwrap();
+        assert_eq!(
+            load_of(chosen),
+            least,
+            "seed {seed}: the least loaded of the window"
+        );
+    }
+}
+
+#[test]
+fn a_band_within_the_window_is_compared_in_full() {
+    let r = one_band(COMPARE_WINDOW);
+    let lightest = 17;
+    for seed in 0..50 {
+        let s = select(
+            &r,
+            &query(SizeClass::Standard, true),
+            |index, _| Some(AccountLoad::of(&busy(0, if index == lightest { 1 } else { 2 }))),
+            seed,
+        );
+        assert_eq!(s, Selection::Selected(lightest));
+    }
+}
+
+#[test]
+fn full_accounts_do_not_use_up_the_window() {
+    let r = one_band(1_000);
+    let free = 613;
+    for seed in 0..20 {
+        let s = select(
+            &r,
+            &query(SizeClass::Standard, true),
+            |index, _| Some(AccountLoad::of(&busy(0, if index == free { 3 } else { 4 }))),
+            seed,
+        );
+        assert_eq!(s, Selection::Selected(free), "seed {seed}");
+    }
+}

@@ -230,4 +230,13 @@ mod tests {
         verdict.add(true, None);
         assert_eq!(verdict.into_acquire(), Acquire::Busy);
     }
+
+    #[test]
+    fn the_script_compares_as_many_accounts_as_select() {
+        let line = format!("local compare_window = {}\n", crate::select::COMPARE_WINDOW);
+        assert!(
+            include_str!("lua/acquire.lua").contains(&line),
+            "acquire.lua must set {line:?}"
+        );
+    }
 }

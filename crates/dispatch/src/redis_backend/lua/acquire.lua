@@ -1,7 +1,8 @@
 -- Selects an account among the ranked candidates and takes a slot on it, atomically.
 -- The same rules as select.rs: bands of equal (tier, priority) best first; in the first band with
 -- an eligible account, the least loaded one (share of the class limit in use, then total requests
--- in flight), the walk starting at a random offset and stopping at the first idle account.
+-- in flight), the walk starting at a random offset and stopping at the first idle account or
+-- after comparing 32 eligible accounts (select.rs's COMPARE_WINDOW; a test keeps the two equal).
 -- Eligible: status usable, not cooling down for this kind of request, fewer unexpired leases than
 -- the class limit. (Excluded accounts and limit 0 are filtered out by the caller.)
 --
@@ -57,6 +58,7 @@ local function blocked(health)
   return until_text, until_number
 end
 
+local compare_window = 32
 local any_busy = false
 local earliest_text, earliest = nil, nil
 local start = 0
@@ -70,6 +72,7 @@ while start < count do
   seed = (seed * 16807) % 2147483647
   local offset = seed % size
   local best, best_used, best_limit, best_total = nil, 0, 1, nil
+  local compared = 0
   for step = 0, size - 1 do
     local index = start + (offset + step) % size
     local id = field(index, 0)
@@ -104,6 +107,10 @@ while start < count do
             if total < best_total then
               best, best_used, best_limit, best_total = index, used, limit, total
             end
+          end
+          compared = compared + 1
+          if compared >= compare_window then
+            break
           end
         end
       end
