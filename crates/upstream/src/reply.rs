@@ -4,8 +4,10 @@ use std::fmt;
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
+use futures::channel::oneshot;
 use futures::stream::BoxStream;
 use imagegate_codec::sse::SseEvent;
+use imagegate_codec::usage_scan::ResponseSummary;
 
 use crate::failure::Failure;
 
@@ -25,8 +27,29 @@ pub struct JsonStream {
     pub head: Bytes,
     /// The rest of the body, byte for byte.
     pub rest: BodyStream,
+    /// What the scan of the whole body found, once `rest` has ended cleanly.
+    pub summary: EndSummary,
     /// The upstream's `x-request-id` header.
     pub request_id: Option<String>,
+}
+
+/// The [`ResponseSummary`] of a [`JsonStream`]'s body, handed over when its `rest` ends: the
+/// upstream crate scans every byte once on the way (to check the document), so the relay need not
+/// scan it again for usage.
+#[derive(Debug)]
+pub struct EndSummary(oneshot::Receiver<ResponseSummary>);
+
+impl EndSummary {
+    /// A summary handed over through the returned sender.
+    pub(crate) fn channel() -> (oneshot::Sender<ResponseSummary>, Self) {
+        let (sender, receiver) = oneshot::channel();
+        (sender, Self(receiver))
+    }
+
+    /// The summary, once the rest of the body ended cleanly (`None` before, or after a failure).
+    pub fn take(&mut self) -> Option<ResponseSummary> {
+        self.0.try_recv().ok().flatten()
+    }
 }
 
 /// A successful upstream answer.
@@ -39,6 +62,9 @@ pub enum Reply {
         body: Bytes,
         /// The upstream's `x-request-id` header.
         request_id: Option<String>,
+        /// For an Images answer the upstream crate scanned, what the scan found (the relay
+        /// records usage from it without scanning again); `None` otherwise.
+        summary: Option<ResponseSummary>,
     },
     /// Non-streaming Images answer whose first image began before the body ended: the head was
     /// checked, the rest follows as it arrives (memory does not grow with the image size).
@@ -50,11 +76,11 @@ pub enum Reply {
 impl fmt::Debug for Reply {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Json { body, request_id } => f
+            Self::Json { body, request_id, .. } => f
                 .debug_struct("Json")
                 .field("body_bytes", &body.len())
                 .field("request_id", request_id)
-                .finish(),
+                .finish_non_exhaustive(),
             Self::JsonStream(stream) => stream.fmt(f),
             Self::Events(_) => f.write_str("Events(..)"),
         }

@@ -63,7 +63,7 @@ async fn the_answer_is_returned_byte_for_byte_with_the_request_id() {
         .await
         .unwrap();
     match reply {
-        imagegate_upstream::Reply::Json { body, request_id } => {
+        imagegate_upstream::Reply::Json { body, request_id, .. } => {
             assert_eq!(body, Bytes::from(answer));
             assert_eq!(request_id.as_deref(), Some("req_123"));
         }

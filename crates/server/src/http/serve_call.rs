@@ -194,7 +194,7 @@ fn respond(
         pool: app.dispatcher.clone(),
     };
     match (relayed.reply, kind) {
-        (Reply::Json { body, .. }, StreamKind::Images) => images_body(body, usage, held),
+        (Reply::Json { body, summary, .. }, StreamKind::Images) => images_body(body, summary, usage, held),
         (Reply::Json { body, .. }, StreamKind::Responses) => responses_body(body, usage, held),
         (Reply::JsonStream(reply), _) => streamed_images_body(reply, usage, held),
         (Reply::Events(events), kind) => {

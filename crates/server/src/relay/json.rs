@@ -1,17 +1,24 @@
 //! Answering with a non-streaming reply: the upstream's JSON body, held once and sent on as is,
-//! with usage read from it by the streaming scanner (no second parsed copy of the images).
+//! with usage from the upstream crate's scan of it (or, where it did not scan, from a scan here; no
+//! parsed copy of the images either way).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use imagegate_codec::usage_scan::ResponseSummary;
 
 use crate::relay::held::Held;
 use crate::relay::stream::{OutputItem, ResponsesUsage};
 use crate::usage::UsageRecorder;
 
-/// An images response body.
-pub fn images_body(body: Bytes, mut usage: UsageRecorder, held: Held) -> Response {
-    let summary = imagegate_codec::usage_scan::scan(&body);
+/// An images response body; `summary` is what a scan of it found, if one was made.
+pub fn images_body(
+    body: Bytes,
+    summary: Option<ResponseSummary>,
+    mut usage: UsageRecorder,
+    held: Held,
+) -> Response {
+    let summary = summary.unwrap_or_else(|| imagegate_codec::usage_scan::scan(&body));
     let images = u32::try_from(summary.images).unwrap_or(u32::MAX);
     usage.produced(
         summary.size.as_deref(),

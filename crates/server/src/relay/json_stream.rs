@@ -1,6 +1,6 @@
 //! Answering with a non-streaming Images reply as it arrives: the upstream's JSON body passes
-//! through byte for byte, never held whole, and its usage is read by the incremental scanner on the
-//! way, so the usage record is complete when the document ends.
+//! through byte for byte, never held whole, and its usage comes from the upstream crate's scan of
+//! it (every byte is scanned once, there), so the usage record is complete when the document ends.
 //!
 //! The account's slot and the key's permit are freed as the body starts: the upstream has finished
 //! generating by then, and a slow client must not keep an account busy. The upstream time runs
@@ -13,8 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
-use imagegate_codec::usage_scan::ImagesResponseScanner;
-use imagegate_upstream::{BodyStream, Failure, JsonStream};
+use imagegate_upstream::{BodyStream, EndSummary, Failure, JsonStream};
 
 use crate::relay::held::Held;
 use crate::relay::{failure_error, outcome_of};
@@ -28,7 +27,7 @@ pub struct CutShort;
 struct Passing {
     head: Option<Bytes>,
     rest: BodyStream,
-    scanner: ImagesResponseScanner,
+    summary: EndSummary,
     usage: Option<UsageRecorder>,
     account: imagegate_dispatch::AccountId,
     pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
@@ -44,7 +43,7 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
     let passing = Passing {
         head: Some(reply.head),
         rest: reply.rest,
-        scanner: ImagesResponseScanner::new(),
+        summary: reply.summary,
         usage: Some(usage),
         account,
         pool,
@@ -56,10 +55,7 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
             None => passing.rest.next().await,
         };
         match next {
-            Some(Ok(chunk)) => {
-                passing.scanner.push(&chunk);
-                Some((Ok(chunk), Some(passing)))
-            }
+            Some(Ok(chunk)) => Some((Ok(chunk), Some(passing))),
             Some(Err(failure)) => {
                 passing.failed(&failure).await;
                 Some((Err(CutShort), None))
@@ -101,7 +97,7 @@ impl Passing {
             return;
         };
         usage.upstream_closed();
-        let summary = self.scanner.summary();
+        let summary = self.summary.take().unwrap_or_default();
         usage.produced(
             summary.size.as_deref(),
             summary.quality.as_deref(),

@@ -308,6 +308,7 @@ impl Run {
         Ok(Reply::Json {
             body: Bytes::from(body),
             request_id: None,
+            summary: None,
         })
     }
 }

@@ -6,17 +6,19 @@
 //! rest is scanned as it passes, so a document that ends early or turns malformed ends the stream
 //! with a failure instead of a clean end, and the deadline and the body size bound still apply.
 //! An answer that ends before its first image begins is held whole and checked as before
-//! ([`Reply::Json`]).
+//! ([`Reply::Json`]). Either way every byte is scanned once, here, and what the scan found goes
+//! with the reply, so the relay records usage without a second pass.
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
-use imagegate_codec::usage_scan::ImagesResponseScanner;
+use futures::channel::oneshot;
+use imagegate_codec::usage_scan::{ImagesResponseScanner, ResponseSummary};
 use tokio::time::timeout_at;
 
-use super::{Deadline, check_body, has_b64_json_string};
+use super::{Deadline, check_scanned, has_b64_json_string};
 use crate::call::Endpoint;
 use crate::failure::{Failure, classify_transport};
-use crate::reply::{BodyStream, JsonStream, Reply};
+use crate::reply::{BodyStream, EndSummary, JsonStream, Reply};
 
 /// Where the upstream's body comes from: the HTTP response, or chunks in tests.
 pub(crate) type Chunks = futures::stream::BoxStream<'static, Result<Bytes, Failure>>;
@@ -48,8 +50,12 @@ pub(crate) async fn images_reply(
         match body.next().await {
             None => {
                 let body = head.freeze();
-                check_body(endpoint, &body)?;
-                return Ok(Reply::Json { body, request_id });
+                check_scanned(endpoint, &body, &scanner)?;
+                return Ok(Reply::Json {
+                    body,
+                    request_id,
+                    summary: Some(scanner.into_summary()),
+                });
             }
             Some(Err(failure)) => return Err(failure),
             Some(Ok(chunk)) => {
@@ -63,9 +69,11 @@ pub(crate) async fn images_reply(
                 }
                 if !scanner.is_complete() && first_image_began(&head, &scanner) {
                     let budget = max_bytes - head.len();
+                    let (summary_sender, summary) = EndSummary::channel();
                     return Ok(Reply::JsonStream(JsonStream {
                         head: head.freeze(),
-                        rest: rest(body, scanner, budget, max_bytes),
+                        rest: rest(body, scanner, summary_sender, budget, max_bytes),
+                        summary,
                         request_id,
                     }));
                 }
@@ -84,6 +92,8 @@ fn first_image_began(head: &[u8], scanner: &ImagesResponseScanner) -> bool {
 struct Rest {
     body: Chunks,
     scanner: ImagesResponseScanner,
+    /// Takes the scan's summary when the document ends cleanly.
+    summary: Option<oneshot::Sender<ResponseSummary>>,
     /// Bytes the rest may still have.
     budget: usize,
     max_bytes: usize,
@@ -92,10 +102,17 @@ struct Rest {
 
 /// The rest of the body, checked as it passes: the stream ends cleanly only after a complete,
 /// well-formed document; otherwise its last item is the failure.
-fn rest(body: Chunks, scanner: ImagesResponseScanner, budget: usize, max_bytes: usize) -> BodyStream {
+fn rest(
+    body: Chunks,
+    scanner: ImagesResponseScanner,
+    summary: oneshot::Sender<ResponseSummary>,
+    budget: usize,
+    max_bytes: usize,
+) -> BodyStream {
     let state = Rest {
         body,
         scanner,
+        summary: Some(summary),
         budget,
         max_bytes,
         done: false,
@@ -105,7 +122,13 @@ fn rest(body: Chunks, scanner: ImagesResponseScanner, budget: usize, max_bytes: 
             return None;
         }
         let item = match state.body.next().await {
-            None if state.scanner.is_complete() => return None,
+            None if state.scanner.is_complete() => {
+                if let Some(sender) = state.summary.take() {
+                    // The receiver may be gone (the client left): nobody needs the summary then.
+                    let _ = sender.send(std::mem::take(&mut state.scanner).into_summary());
+                }
+                return None;
+            }
             None => Err(Failure::protocol(
                 "the upstream answer ended before its JSON document did",
             )),

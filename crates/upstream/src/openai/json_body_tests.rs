@@ -62,6 +62,41 @@ async fn every_two_chunk_split_relays_the_same_bytes_and_streams_once_an_image_b
 }
 
 #[tokio::test]
+async fn every_split_hands_over_the_whole_bodys_summary() {
+    let body = answer();
+    let expected = imagegate_codec::usage_scan::scan(&body);
+    assert_eq!(expected.images, 2);
+    assert!(expected.usage.is_some());
+    for cut in 0..=body.len() {
+        let summary = match relay(split(&body, &[cut])).await.unwrap() {
+            Reply::Json { summary, .. } => summary,
+            Reply::JsonStream(mut stream) => {
+                assert_eq!(stream.summary.take(), None, "cut {cut}: not before the end");
+                while let Some(chunk) = stream.rest.next().await {
+                    chunk.unwrap();
+                }
+                stream.summary.take()
+            }
+            Reply::Events(_) => panic!("events"),
+        };
+        assert_eq!(summary.as_ref(), Some(&expected), "cut {cut}");
+    }
+}
+
+#[tokio::test]
+async fn a_failed_body_hands_over_no_summary() {
+    let body = answer();
+    let at = body.len() / 2;
+    let mut pieces = split(&body[..at], &[40]);
+    pieces.push(Err(Failure::transient("connection reset")));
+    let Reply::JsonStream(mut stream) = relay(pieces).await.unwrap() else {
+        panic!("expected a stream")
+    };
+    while stream.rest.next().await.is_some() {}
+    assert_eq!(stream.summary.take(), None);
+}
+
+#[tokio::test]
 async fn one_byte_chunks_relay_the_same_bytes() {
     let body = answer();
     let cuts: Vec<usize> = (1..body.len()).collect();

@@ -126,7 +126,11 @@ pub(crate) async fn finish(
     }
     let body = read_body(response, config.max_body_bytes, deadline).await?;
     check_body(shape.endpoint, &body).map_err(|failure| failure.with_status(status))?;
-    Ok(Reply::Json { body, request_id })
+    Ok(Reply::Json {
+        body,
+        request_id,
+        summary: None,
+    })
 }
 
 /// `Authorization: Bearer <token>`, marked sensitive (never shown by the HTTP client's `Debug`).
@@ -292,6 +296,15 @@ async fn read_error_body(
 pub(crate) fn check_body(endpoint: Endpoint, body: &[u8]) -> Result<(), Failure> {
     let mut scanner = imagegate_codec::usage_scan::ImagesResponseScanner::new();
     scanner.push(body);
+    check_scanned(endpoint, body, &scanner)
+}
+
+/// [`check_body`] for a body `scanner` has already read whole.
+pub(crate) fn check_scanned(
+    endpoint: Endpoint,
+    body: &[u8],
+    scanner: &imagegate_codec::usage_scan::ImagesResponseScanner,
+) -> Result<(), Failure> {
     let is_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     if !scanner.is_complete() || !is_object {
         return Err(Failure::protocol("the upstream answer is not a JSON object"));
