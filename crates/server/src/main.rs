@@ -14,6 +14,7 @@ mod demo;
 mod fallback;
 mod http;
 mod metrics;
+mod nodelay;
 mod pool_backend;
 mod relay;
 mod serve;

@@ -131,7 +131,8 @@ pub async fn run(
     spawn_signal_listener(shutdown.clone());
     let app = crate::http::router(state.clone());
     let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let server = axum::serve(crate::nodelay::listener(listener), app)
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let grace = config.timeouts.shutdown_grace();
     let drained = async {
         shutdown.cancelled().await;
