@@ -45,7 +45,7 @@ impl OutageDb {
         let (scheme_user, rest) = admin_url.split_once('@').unwrap();
         let (host_port, _) = rest.split_once('/').unwrap();
         let target = tokio::net::lookup_host(host_port).await.unwrap().next().unwrap();
-        let proxy = TcpProxy::start(target).await;
+        let proxy = TcpProxy::start(target).await.unwrap();
         Self {
             direct_url: format!("{scheme_user}@{host_port}/{name}"),
             proxied_url: format!("{scheme_user}@{}/{name}", proxy.addr()),

@@ -441,7 +441,7 @@ async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
         .trim_end_matches('/')
         .parse()
         .unwrap();
-    let proxy = TcpProxy::start(redis_addr).await;
+    let proxy = TcpProxy::start(redis_addr).await.unwrap();
     let redis_url = format!("redis://{}", proxy.addr());
     let mut c = Cluster::with_redis(&["--latency-ms", "100"], None, &redis_url).await;
     let gateway = c.replica(&[]);
