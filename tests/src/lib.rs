@@ -9,7 +9,7 @@
 mod images;
 mod process;
 
-pub use imagegate_testkit::TcpProxy;
+pub use imagegate_testkit::{TcpProxy, TestDatabase, unique_name};
 pub use images::{png_noise, png_rgb, png_rgba, solid_mask};
 pub use process::{Gateway, Sim, admin, admin_with_stdin, bin_path};
 

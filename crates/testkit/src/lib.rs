@@ -3,6 +3,9 @@
 //!
 //! - [`TcpProxy`]: a TCP proxy in front of a server (PostgreSQL, Redis) that a test can cut and
 //!   restore, to play an outage without stopping the shared server.
+//! - [`TestDatabase`]: a fresh PostgreSQL database per test, on the server named by
+//!   `IMAGEGATE_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
+//! - [`unique_name`]: names (databases, Redis key prefixes) no other test or run uses.
 //!
 //! ```
 //! use imagegate_testkit::TcpProxy;
@@ -46,6 +49,10 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub mod postgres;
 pub mod tcp_proxy;
+mod unique;
 
+pub use postgres::TestDatabase;
 pub use tcp_proxy::TcpProxy;
+pub use unique::unique_name;
