@@ -10,17 +10,13 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use imagegate_e2e::{Gateway, Sim, TcpProxy, admin, admin_with_stdin};
+use imagegate_e2e::{Gateway, Sim, TcpProxy, TestDatabase, admin, admin_with_stdin};
 use serde_json::json;
 use sqlx::Connection;
 
-const POSTGRES_URL_ENV: &str = "IMAGEGATE_TEST_POSTGRES_URL";
-const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
 /// A fresh PostgreSQL database, dropped at the end, and a proxy in front of its server.
 struct OutageDb {
-    admin_url: String,
-    name: String,
+    database: TestDatabase,
     /// Straight to the server: for the admin CLI and for counting rows.
     direct_url: String,
     /// Through the proxy: for the gateway.
@@ -30,27 +26,18 @@ struct OutageDb {
 
 impl OutageDb {
     async fn new() -> Self {
-        let admin_url = std::env::var(POSTGRES_URL_ENV).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let name = format!("imagegate_e2e_outage_{}_{nanos}", std::process::id());
-        let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut admin)
+        let database = TestDatabase::create("imagegate_e2e_outage")
             .await
-            .unwrap();
-        admin.close().await.unwrap();
-        let (scheme_user, rest) = admin_url.split_once('@').unwrap();
+            .unwrap_or_else(|e| panic!("{e}"));
+        let name = database.name();
+        let (scheme_user, rest) = database.admin_url().split_once('@').unwrap();
         let (host_port, _) = rest.split_once('/').unwrap();
         let target = tokio::net::lookup_host(host_port).await.unwrap().next().unwrap();
-        let proxy = TcpProxy::start(target).await;
+        let proxy = TcpProxy::start(target).await.unwrap();
         Self {
             direct_url: format!("{scheme_user}@{host_port}/{name}"),
             proxied_url: format!("{scheme_user}@{}/{name}", proxy.addr()),
-            admin_url,
-            name,
+            database,
             proxy,
         }
     }
@@ -80,11 +67,7 @@ impl OutageDb {
     }
 
     async fn drop_database(&self) {
-        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await.unwrap();
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
-            .execute(&mut admin)
-            .await
-            .unwrap();
+        self.database.drop_database().await.unwrap();
     }
 }
 

@@ -13,66 +13,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use imagegate_e2e::{Gateway, Sim, TcpProxy, admin, admin_with_stdin};
+use imagegate_e2e::{Gateway, Sim, TcpProxy, TestDatabase, admin, admin_with_stdin, unique_name};
 use serde_json::{Value, json};
-use sqlx::Connection;
 use tempfile::TempDir;
 
-const POSTGRES_URL_ENV: &str = "IMAGEGATE_TEST_POSTGRES_URL";
-const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 const REDIS_URL_ENV: &str = "IMAGEGATE_TEST_REDIS_URL";
 const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
-
-/// A name no other test (or earlier run) uses.
-fn unique(stem: &str) -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "{stem}_{}_{nanos}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A fresh PostgreSQL database, dropped by [`Database::drop_now`].
-struct Database {
-    admin_url: String,
-    name: String,
-    url: String,
-}
-
-impl Database {
-    async fn create() -> Self {
-        let admin_url = std::env::var(POSTGRES_URL_ENV).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
-        let name = unique("imagegate_replicas");
-        let mut conn = sqlx::PgConnection::connect(&admin_url).await.unwrap_or_else(|e| {
-            panic!("these tests need PostgreSQL at {admin_url} ({POSTGRES_URL_ENV}): {e}")
-        });
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        conn.close().await.unwrap();
-        let (base, _) = admin_url.rsplit_once('/').unwrap();
-        let url = format!("{base}/{name}");
-        Self { admin_url, name, url }
-    }
-
-    async fn drop_now(self) {
-        if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin_url).await {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
-                .execute(&mut conn)
-                .await;
-        }
-    }
-}
 
 /// `docs/examples/replica.toml` with the values of `overrides` (`key`, TOML value) replaced.
 /// Every overridden key must be in the example, so the test follows the documented file.
@@ -93,7 +42,8 @@ fn example_config(overrides: &[(&str, String)]) -> String {
 /// A simulator, one PostgreSQL database, a Redis prefix and the admin side of a deployment.
 struct Cluster {
     sim: Sim,
-    database: Database,
+    /// Dropped at the end of each test (best effort).
+    database: TestDatabase,
     /// Data directories (master key, control file) of the admin CLI and each replica.
     dirs: Vec<TempDir>,
     config: PathBuf,
@@ -110,11 +60,13 @@ impl Cluster {
     }
 
     async fn with_redis(sim_args: &[&str], lease_ttl_secs: Option<u64>, redis: &str) -> Self {
-        let database = Database::create().await;
+        let database = TestDatabase::create("imagegate_replicas")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let mut overrides = vec![
-            ("database_url", format!("{:?}", database.url)),
+            ("database_url", format!("{:?}", database.url())),
             ("redis_url", format!("{redis:?}")),
-            ("redis_prefix", format!("{:?}", unique("e2e"))),
+            ("redis_prefix", format!("{:?}", unique_name("e2e"))),
         ];
         if let Some(ttl) = lease_ttl_secs {
             overrides.push(("lease_ttl_secs", ttl.to_string()));
@@ -291,7 +243,7 @@ async fn concurrency_one_holds_across_replicas_and_both_write_usage_to_one_datab
         );
     }
     drop((a, b));
-    c.database.drop_now().await;
+    let _ = c.database.drop_database().await;
 }
 
 #[tokio::test]
@@ -322,7 +274,7 @@ async fn a_429_seen_by_one_replica_cools_the_account_for_the_other() {
         "replica B must not have called the cooling account"
     );
     drop((a, b));
-    c.database.drop_now().await;
+    let _ = c.database.drop_database().await;
 }
 
 #[tokio::test]
@@ -370,7 +322,7 @@ async fn a_killed_replica_frees_its_slot_within_the_lease_ttl() {
     );
     assert!(held.await.unwrap().is_err(), "A's client saw its replica die");
     drop(b);
-    c.database.drop_now().await;
+    let _ = c.database.drop_database().await;
 }
 
 #[tokio::test]
@@ -400,7 +352,7 @@ async fn a_disabled_key_stops_on_every_replica_within_two_seconds() {
         }
     }
     drop((a, b));
-    c.database.drop_now().await;
+    let _ = c.database.drop_database().await;
 }
 
 #[tokio::test]
@@ -431,7 +383,7 @@ async fn without_redis_a_replica_is_degraded_but_serves_with_local_limits() {
         "the account's limit still holds on this replica: {stats}"
     );
     drop(gateway);
-    c.database.drop_now().await;
+    let _ = c.database.drop_database().await;
 }
 
 #[tokio::test]
@@ -441,7 +393,7 @@ async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
         .trim_end_matches('/')
         .parse()
         .unwrap();
-    let proxy = TcpProxy::start(redis_addr).await;
+    let proxy = TcpProxy::start(redis_addr).await.unwrap();
     let redis_url = format!("redis://{}", proxy.addr());
     let mut c = Cluster::with_redis(&["--latency-ms", "100"], None, &redis_url).await;
     let gateway = c.replica(&[]);
@@ -481,5 +433,5 @@ async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
     );
     assert_eq!(c.generate(&gateway).send().await.unwrap().status(), 200);
     drop(gateway);
-    c.database.drop_now().await;
+    let _ = c.database.drop_database().await;
 }

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 use crate::account::AccountId;
 use crate::clock::UnixMillis;
+use crate::degradation::Degradation;
 use crate::error::StateError;
 use crate::memory::MemoryPoolState;
 use crate::outcome::{CooldownPolicy, Outcome};
@@ -36,18 +37,10 @@ const LOCAL_LEASE: u64 = 1 << 63;
 pub struct FallbackPoolState {
     primary: Arc<dyn PoolState>,
     local: MemoryPoolState,
-    recheck: Duration,
-    mode: Mutex<Mode>,
+    degradation: Degradation<StateError>,
     /// Outer id of each lease taken locally → its id in the local state.
     local_leases: Mutex<HashMap<LeaseId, LeaseId>>,
     next_local: AtomicU64,
-}
-
-#[derive(Debug, Default)]
-struct Mode {
-    degraded: bool,
-    last_probe: UnixMillis,
-    last_error: Option<StateError>,
 }
 
 impl FallbackPoolState {
@@ -58,8 +51,7 @@ impl FallbackPoolState {
         Self {
             primary,
             local: MemoryPoolState::new(policy),
-            recheck,
-            mode: Mutex::new(Mode::default()),
+            degradation: Degradation::new(recheck),
             local_leases: Mutex::new(HashMap::new()),
             next_local: AtomicU64::new(0),
         }
@@ -68,51 +60,17 @@ impl FallbackPoolState {
     /// Whether the primary failed and calls are served locally.
     #[must_use]
     pub fn degraded(&self) -> bool {
-        self.mode().degraded
+        self.degradation.degraded()
     }
 
     /// The error that degraded the state, while it is degraded.
     #[must_use]
     pub fn last_error(&self) -> Option<StateError> {
-        let mode = self.mode();
-        mode.degraded.then(|| mode.last_error.clone()).flatten()
-    }
-
-    fn mode(&self) -> MutexGuard<'_, Mode> {
-        // Each update writes whole fields: a poisoned lock still holds a consistent value.
-        self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+        self.degradation.last_error()
     }
 
     fn local_leases(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseId>> {
         self.local_leases.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whether to call the primary now: always when healthy, once per `recheck` when degraded.
-    fn use_primary(&self, now: UnixMillis) -> bool {
-        let mut mode = self.mode();
-        if !mode.degraded {
-            return true;
-        }
-        let due = now < mode.last_probe || now.since(mode.last_probe) >= self.recheck;
-        if due {
-            mode.last_probe = now;
-        }
-        due
-    }
-
-    fn healthy(&self) {
-        let mut mode = self.mode();
-        mode.degraded = false;
-        mode.last_error = None;
-    }
-
-    fn degrade(&self, now: Option<UnixMillis>, error: StateError) {
-        let mut mode = self.mode();
-        if let Some(now) = now {
-            mode.last_probe = now;
-        }
-        mode.degraded = true;
-        mode.last_error = Some(error);
     }
 
     async fn acquire_locally(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
@@ -135,13 +93,13 @@ fn is_local(lease: LeaseId) -> bool {
 #[async_trait]
 impl PoolState for FallbackPoolState {
     async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
-        if self.use_primary(request.now) {
+        if self.degradation.use_primary(request.now) {
             match self.primary.try_acquire(request).await {
                 Ok(answer) => {
-                    self.healthy();
+                    self.degradation.healthy();
                     return Ok(answer);
                 }
-                Err(error) => self.degrade(Some(request.now), error),
+                Err(error) => self.degradation.degrade(Some(request.now), error),
             }
         }
         self.acquire_locally(request).await
@@ -173,11 +131,11 @@ impl PoolState for FallbackPoolState {
         }
         match self.primary.renew(lease, ttl, now).await {
             Ok(renewed) => {
-                self.healthy();
+                self.degradation.healthy();
                 Ok(renewed)
             }
             Err(error) => {
-                self.degrade(Some(now), error.clone());
+                self.degradation.degrade(Some(now), error.clone());
                 Err(error)
             }
         }
@@ -190,10 +148,10 @@ impl PoolState for FallbackPoolState {
         now: UnixMillis,
     ) -> Result<(), StateError> {
         self.local.record_outcome(account, outcome, now).await?;
-        if self.use_primary(now) {
+        if self.degradation.use_primary(now) {
             match self.primary.record_outcome(account, outcome, now).await {
-                Ok(()) => self.healthy(),
-                Err(error) => self.degrade(Some(now), error),
+                Ok(()) => self.degradation.healthy(),
+                Err(error) => self.degradation.degrade(Some(now), error),
             }
         }
         Ok(())
@@ -203,20 +161,20 @@ impl PoolState for FallbackPoolState {
         // An operator action: always try to reach the shared state.
         self.local.clear_health(account).await?;
         match self.primary.clear_health(account).await {
-            Ok(()) => self.healthy(),
-            Err(error) => self.degrade(None, error),
+            Ok(()) => self.degradation.healthy(),
+            Err(error) => self.degradation.degrade(None, error),
         }
         Ok(())
     }
 
     async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
-        if self.use_primary(now) {
+        if self.degradation.use_primary(now) {
             match self.primary.snapshot(now).await {
                 Ok(snapshot) => {
-                    self.healthy();
+                    self.degradation.healthy();
                     return Ok(snapshot);
                 }
-                Err(error) => self.degrade(Some(now), error),
+                Err(error) => self.degradation.degrade(Some(now), error),
             }
         }
         self.local.snapshot(now).await

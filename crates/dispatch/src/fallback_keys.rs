@@ -1,11 +1,12 @@
 //! [`FallbackKeyLimiter`]: shared per-key limits (Redis) with a local stand-in while they fail.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::clock::UnixMillis;
+use crate::degradation::Degradation;
 use crate::error::KeyLimitError;
 use crate::key_limits::{KeyAdmission, KeyLimiter, KeyLimits, MemoryKeyLimiter};
 
@@ -23,15 +24,7 @@ const LOCAL_TOKEN: u64 = 1 << 63;
 pub struct FallbackKeyLimiter {
     primary: Arc<dyn KeyLimiter>,
     local: MemoryKeyLimiter,
-    recheck: Duration,
-    mode: Mutex<Mode>,
-}
-
-#[derive(Debug, Default)]
-struct Mode {
-    degraded: bool,
-    last_probe: UnixMillis,
-    last_error: Option<String>,
+    degradation: Degradation<String>,
 }
 
 impl FallbackKeyLimiter {
@@ -42,39 +35,20 @@ impl FallbackKeyLimiter {
         Self {
             primary,
             local: MemoryKeyLimiter::new(concurrency_retry_after),
-            recheck,
-            mode: Mutex::new(Mode::default()),
+            degradation: Degradation::new(recheck),
         }
     }
 
     /// Whether the primary failed and admissions are decided locally.
     #[must_use]
     pub fn degraded(&self) -> bool {
-        self.mode().degraded
+        self.degradation.degraded()
     }
 
     /// The error that degraded the limiter, while it is degraded.
     #[must_use]
     pub fn last_error(&self) -> Option<String> {
-        let mode = self.mode();
-        mode.degraded.then(|| mode.last_error.clone()).flatten()
-    }
-
-    fn mode(&self) -> MutexGuard<'_, Mode> {
-        // Each update writes whole fields: a poisoned lock still holds a consistent value.
-        self.mode.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn use_primary(&self, now: UnixMillis) -> bool {
-        let mut mode = self.mode();
-        if !mode.degraded {
-            return true;
-        }
-        let due = now < mode.last_probe || now.since(mode.last_probe) >= self.recheck;
-        if due {
-            mode.last_probe = now;
-        }
-        due
+        self.degradation.last_error()
     }
 }
 
@@ -86,18 +60,11 @@ impl KeyLimiter for FallbackKeyLimiter {
         limits: KeyLimits,
         now: UnixMillis,
     ) -> Result<KeyAdmission, KeyLimitError> {
-        if self.use_primary(now) {
+        if self.degradation.use_primary(now) {
             match self.primary.try_admit(key, limits, now).await {
-                Err(KeyLimitError::Backend(error)) => {
-                    let mut mode = self.mode();
-                    mode.degraded = true;
-                    mode.last_probe = now;
-                    mode.last_error = Some(error);
-                }
+                Err(KeyLimitError::Backend(error)) => self.degradation.degrade(Some(now), error),
                 answer => {
-                    let mut mode = self.mode();
-                    mode.degraded = false;
-                    mode.last_error = None;
+                    self.degradation.healthy();
                     return answer;
                 }
             }

@@ -85,6 +85,7 @@
 mod account;
 mod account_set;
 mod clock;
+mod degradation;
 mod dispatcher;
 mod error;
 mod fallback;

@@ -5,7 +5,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use imagegate_dispatch::{AccountStatus, LimitScope, PoolSnapshot};
+use imagegate_dispatch::{AccountSnapshot, AccountStatus, LimitScope, PoolSnapshot, SizeClass};
 use imagegate_store::WriterStats;
 
 use super::Metrics;
@@ -27,116 +27,138 @@ struct AccountLabels {
     account: String,
 }
 
+/// The value of a class gauge for an account and size class.
+type ClassGetter = fn(&AccountSnapshot, SizeClass) -> u32;
+
+/// The value of a usage gauge from the writer's counters.
+type UsageGetter = fn(&WriterStats) -> u64;
+
+/// Per-account gauges with one series per account and size class: metric name, help text, and
+/// the value for an account and class. Registered (so rendered) in this order.
+const CLASS_GAUGES: [(&str, &str, ClassGetter); 2] = [
+    (
+        "account_in_flight",
+        "Requests in flight on an upstream account, per size class",
+        |account, class| account.in_flight.get(class),
+    ),
+    (
+        "account_limit",
+        "Concurrency limit of an upstream account, per size class",
+        |account, class| account.limits.for_class(class),
+    ),
+];
+
+/// The size classes of [`CLASS_GAUGES`] and their label values.
+const CLASSES: [(SizeClass, &str); 2] = [(SizeClass::Large, "large"), (SizeClass::Standard, "standard")];
+
+/// Gauges of the usage writer: metric name, help text, and the value from the writer's counters.
+/// Registered (so rendered) in this order, after the per-account gauges.
+const USAGE_GAUGES: [(&str, &str, UsageGetter); 6] = [
+    (
+        "usage_queue_depth",
+        "Usage records accepted but not yet written to the database",
+        |writer| writer.pending as u64,
+    ),
+    (
+        "usage_records_written",
+        "Usage records written by this process",
+        |writer| writer.written,
+    ),
+    (
+        "usage_records_rejected",
+        "Usage records the writer refused (queue full or stopped)",
+        |writer| writer.rejected,
+    ),
+    (
+        "usage_records_spooled",
+        "Usage records put in the local spool while the database was unreachable",
+        |writer| writer.spooled,
+    ),
+    (
+        "usage_records_replayed",
+        "Spooled usage records later written to the database",
+        |writer| writer.replayed,
+    ),
+    (
+        "usage_spool_write_failures",
+        "Failed appends to the usage spool (disk full?); those records stayed in memory",
+        |writer| writer.failed_spool_writes,
+    ),
+];
+
 /// The gauges a scrape refreshes.
+///
+/// The cooldown and usable gauges stay outside the tables: their label sets (scope, none) and,
+/// for the cooldown, value type (seconds as `f64`) differ from the class gauges'.
 #[derive(Debug)]
 pub(super) struct ScrapeGauges {
-    account_in_flight: Family<ClassLabels, Gauge>,
-    account_limit: Family<ClassLabels, Gauge>,
+    /// One family per entry of [`CLASS_GAUGES`], with its getter.
+    account_class: Vec<(Family<ClassLabels, Gauge>, ClassGetter)>,
     account_cooldown: Family<CooldownLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     account_usable: Family<AccountLabels, Gauge>,
-    usage_queue: Gauge,
-    usage_written: Gauge,
-    usage_rejected: Gauge,
-    usage_spooled: Gauge,
-    usage_replayed: Gauge,
-    usage_spool_write_failures: Gauge,
+    /// One gauge per entry of [`USAGE_GAUGES`], with its getter.
+    usage: Vec<(Gauge, UsageGetter)>,
 }
 
 impl ScrapeGauges {
     pub(super) fn register(registry: &mut Registry) -> Self {
-        let gauges = Self {
-            account_in_flight: Family::default(),
-            account_limit: Family::default(),
-            account_cooldown: Family::default(),
-            account_usable: Family::default(),
-            usage_queue: Gauge::default(),
-            usage_written: Gauge::default(),
-            usage_rejected: Gauge::default(),
-            usage_spooled: Gauge::default(),
-            usage_replayed: Gauge::default(),
-            usage_spool_write_failures: Gauge::default(),
-        };
-        registry.register(
-            "account_in_flight",
-            "Requests in flight on an upstream account, per size class",
-            gauges.account_in_flight.clone(),
-        );
-        registry.register(
-            "account_limit",
-            "Concurrency limit of an upstream account, per size class",
-            gauges.account_limit.clone(),
-        );
+        let account_class = CLASS_GAUGES
+            .iter()
+            .map(|&(name, help, get)| {
+                let family = Family::default();
+                registry.register(name, help, family.clone());
+                (family, get)
+            })
+            .collect();
+        let account_cooldown = Family::default();
         registry.register(
             "account_cooldown_seconds",
             "Seconds left in an account's cooldown (scope all: every request; images: image requests)",
-            gauges.account_cooldown.clone(),
+            account_cooldown.clone(),
         );
+        let account_usable = Family::default();
         registry.register(
             "account_usable",
             "1 when an account is active with status ok, else 0",
-            gauges.account_usable.clone(),
+            account_usable.clone(),
         );
-        registry.register(
-            "usage_queue_depth",
-            "Usage records accepted but not yet written to the database",
-            gauges.usage_queue.clone(),
-        );
-        registry.register(
-            "usage_records_written",
-            "Usage records written by this process",
-            gauges.usage_written.clone(),
-        );
-        registry.register(
-            "usage_records_rejected",
-            "Usage records the writer refused (queue full or stopped)",
-            gauges.usage_rejected.clone(),
-        );
-        registry.register(
-            "usage_records_spooled",
-            "Usage records put in the local spool while the database was unreachable",
-            gauges.usage_spooled.clone(),
-        );
-        registry.register(
-            "usage_records_replayed",
-            "Spooled usage records later written to the database",
-            gauges.usage_replayed.clone(),
-        );
-        registry.register(
-            "usage_spool_write_failures",
-            "Failed appends to the usage spool (disk full?); those records stayed in memory",
-            gauges.usage_spool_write_failures.clone(),
-        );
-        gauges
+        let usage = USAGE_GAUGES
+            .iter()
+            .map(|&(name, help, get)| {
+                let gauge = Gauge::default();
+                registry.register(name, help, gauge.clone());
+                (gauge, get)
+            })
+            .collect();
+        Self {
+            account_class,
+            account_cooldown,
+            account_usable,
+            usage,
+        }
     }
 
     fn update(&self, pool: Option<&PoolSnapshot>, writer: &WriterStats) {
-        self.usage_queue.set(saturating_i64(writer.pending as u64));
-        self.usage_written.set(saturating_i64(writer.written));
-        self.usage_rejected.set(saturating_i64(writer.rejected));
-        self.usage_spooled.set(saturating_i64(writer.spooled));
-        self.usage_replayed.set(saturating_i64(writer.replayed));
-        self.usage_spool_write_failures
-            .set(saturating_i64(writer.failed_spool_writes));
+        for (gauge, get) in &self.usage {
+            gauge.set(saturating_i64(get(writer)));
+        }
         // Accounts come and go: start from empty families so removed ones disappear.
-        self.account_in_flight.clear();
-        self.account_limit.clear();
+        for (family, _) in &self.account_class {
+            family.clear();
+        }
         self.account_cooldown.clear();
         self.account_usable.clear();
         let Some(pool) = pool else { return };
         for account in &pool.accounts {
             let id = account.id.as_str().to_owned();
-            for (class, in_flight, limit) in [
-                ("large", account.in_flight.large, account.limits.large),
-                ("standard", account.in_flight.standard, account.limits.standard),
-            ] {
+            for (class, class_label) in CLASSES {
                 let labels = ClassLabels {
                     account: id.clone(),
-                    size_class: class,
+                    size_class: class_label,
                 };
-                self.account_in_flight
-                    .get_or_create(&labels)
-                    .set(i64::from(in_flight));
-                self.account_limit.get_or_create(&labels).set(i64::from(limit));
+                for (family, get) in &self.account_class {
+                    family.get_or_create(&labels).set(i64::from(get(account, class)));
+                }
             }
             for scope in [LimitScope::All, LimitScope::ImagesOnly] {
                 let left = account

@@ -2,14 +2,10 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use imagegate_store::{MasterKey, Store, connect};
+use imagegate_testkit::TestDatabase;
 use sqlx::Connection;
-
-/// Where the PostgreSQL tests connect to create their databases.
-pub const POSTGRES_URL_ENV: &str = "IMAGEGATE_TEST_POSTGRES_URL";
-const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -24,22 +20,7 @@ pub struct TestDb {
     pub master_key: MasterKey,
     pub store: Arc<dyn Store>,
     _dir: Option<tempfile::TempDir>,
-    postgres: Option<(String, String)>,
-}
-
-static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-fn unique_suffix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{}_{}_{}",
-        std::process::id(),
-        nanos,
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
+    postgres: Option<TestDatabase>,
 }
 
 impl TestDb {
@@ -60,19 +41,10 @@ impl TestDb {
                 }
             }
             Kind::Postgres => {
-                let admin_url =
-                    std::env::var(POSTGRES_URL_ENV).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
-                let name = format!("imagegate_test_{}", unique_suffix());
-                let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap_or_else(|e| {
-                    panic!("PostgreSQL tests need a server at {admin_url} (set {POSTGRES_URL_ENV}): {e}")
-                });
-                sqlx::query(&format!("CREATE DATABASE {name}"))
-                    .execute(&mut admin)
+                let database = TestDatabase::create("imagegate_test")
                     .await
-                    .unwrap();
-                admin.close().await.unwrap();
-                let (base, _) = admin_url.rsplit_once('/').unwrap();
-                let url = format!("{base}/{name}");
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let url = database.url().to_owned();
                 let store = connect(&url, &master_key).await.unwrap();
                 Self {
                     kind,
@@ -80,7 +52,7 @@ impl TestDb {
                     master_key,
                     store,
                     _dir: None,
-                    postgres: Some((admin_url, name)),
+                    postgres: Some(database),
                 }
             }
         }
@@ -135,12 +107,8 @@ impl TestDb {
 
     async fn cleanup(&self) {
         self.store.close().await;
-        if let Some((admin_url, name)) = &self.postgres {
-            let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut admin)
-                .await
-                .unwrap();
+        if let Some(database) = &self.postgres {
+            database.drop_database().await.unwrap();
         }
     }
 }

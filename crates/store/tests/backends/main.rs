@@ -8,7 +8,6 @@ mod common;
 mod accounts;
 mod keys;
 mod outage;
-mod tcp_proxy;
 mod usage;
 mod users;
 

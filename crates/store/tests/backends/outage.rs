@@ -9,9 +9,9 @@ use imagegate_store::{
     KeyCache, NewApiKey, NewKey, NewUser, Store, UsageRecord, UsageSink, UsageSpool, UsageWriter,
     UsageWriterConfig, WriterStats, connect,
 };
+use imagegate_testkit::TcpProxy;
 
 use crate::common::{Kind, TestDb};
-use crate::tcp_proxy::TcpProxy;
 
 crate::on_every_backend!(a_spool_left_by_a_dead_process_is_replayed_at_the_next_start);
 
@@ -55,7 +55,7 @@ async fn through_proxy(db: &TestDb) -> (TcpProxy, String) {
     let (scheme_user, rest) = db.url.split_once('@').unwrap();
     let (host_port, name) = rest.split_once('/').unwrap();
     let target = tokio::net::lookup_host(host_port).await.unwrap().next().unwrap();
-    let proxy = TcpProxy::start(target).await;
+    let proxy = TcpProxy::start(target).await.unwrap();
     let url = format!("{scheme_user}@{}/{name}", proxy.addr());
     (proxy, url)
 }

@@ -1,9 +1,10 @@
-//! A TCP proxy in front of a server (the database) that a test can cut (every connection dropped, new ones
-//! closed at once) and restore, to play a database outage without stopping the shared server.
+//! [`TcpProxy`]: a TCP proxy in front of a server (a database, Redis) that a test can cut (every
+//! connection dropped, new ones closed at once) and restore, to play an outage without stopping
+//! the shared server.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -14,7 +15,17 @@ struct Shared {
     connections: Mutex<Vec<JoinHandle<()>>>,
 }
 
+impl Shared {
+    fn connections(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
+        // Each update pushes or drains whole handles: a poisoned lock still holds a usable list.
+        self.connections.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Forwards `127.0.0.1:<port>` to a target address until dropped.
+///
+/// Must be started within a Tokio runtime: it spawns a task that accepts connections and one per
+/// forwarded connection.
 #[derive(Debug)]
 pub struct TcpProxy {
     addr: SocketAddr,
@@ -23,9 +34,14 @@ pub struct TcpProxy {
 }
 
 impl TcpProxy {
-    pub async fn start(target: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+    /// Listens on a free loopback port and forwards each connection to `target`.
+    ///
+    /// # Errors
+    ///
+    /// When the loopback port cannot be bound.
+    pub async fn start(target: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let state = Arc::clone(&shared);
         let acceptor = tokio::spawn(async move {
@@ -39,18 +55,20 @@ impl TcpProxy {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
                 });
-                let mut connections = state.connections.lock().unwrap();
+                let mut connections = state.connections();
                 connections.retain(|c| !c.is_finished());
                 connections.push(task);
             }
         });
-        Self {
+        Ok(Self {
             addr,
             shared,
             acceptor,
-        }
+        })
     }
 
+    /// The address to connect to instead of the target.
+    #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -58,11 +76,12 @@ impl TcpProxy {
     /// Drops every open connection and refuses new ones until [`TcpProxy::restore`].
     pub fn cut(&self) {
         self.shared.down.store(true, Ordering::SeqCst);
-        for connection in self.shared.connections.lock().unwrap().drain(..) {
+        for connection in self.shared.connections().drain(..) {
             connection.abort();
         }
     }
 
+    /// Forwards new connections again after [`TcpProxy::cut`].
     pub fn restore(&self) {
         self.shared.down.store(false, Ordering::SeqCst);
     }
