@@ -398,3 +398,39 @@ async fn a_renewed_lease_outlives_its_ttl_and_an_unrenewed_one_does_not() {
         "without renewals the slot frees itself after the TTL"
     );
 }
+
+#[tokio::test]
+async fn an_account_in_two_groups_is_full_for_both_and_frees_for_both() {
+    let specs = vec![
+        AccountSpec::new("shared", Tier::Pro, &["a", "b"]).with_limits(1, 1),
+        AccountSpec::new("b-only", Tier::Plus, &["b"]).with_limits(1, 1),
+    ];
+    let (pool, _clock) = setup(no_wait(), specs);
+    let in_a = DispatchRequest::image(&GroupId::new("a"), SizeClass::Large);
+    let in_b = DispatchRequest::image(&GroupId::new("b"), SizeClass::Large);
+    // Group b's list is seen first, so its room index exists before the lease taken through a.
+    let first = pool.acquire(&in_b).await.unwrap();
+    assert_eq!(first.account().as_str(), "shared");
+    drop(first);
+    let through_a = pool.acquire(&in_a).await.unwrap();
+    assert_eq!(through_a.account().as_str(), "shared");
+    let through_b = pool.acquire(&in_b).await.unwrap();
+    assert_eq!(through_b.account().as_str(), "b-only", "shared is full for b too");
+    drop(through_b);
+    drop(through_a);
+    let again = pool.acquire(&in_b).await.unwrap();
+    assert_eq!(again.account().as_str(), "shared", "released for b too");
+}
+
+#[tokio::test]
+async fn a_reloaded_pool_counts_the_leases_still_held() {
+    let spec = || AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(1, 1);
+    let (pool, _clock) = setup(no_wait(), vec![spec()]);
+    let held = pool.acquire(&large()).await.unwrap();
+    pool.replace_accounts(vec![spec(), AccountSpec::new("b", Tier::Free, &["g"])]);
+    let next = pool.acquire(&large()).await.unwrap();
+    assert_eq!(next.account().as_str(), "b", "a is still full in the new list");
+    drop(held);
+    drop(next);
+    assert_eq!(pool.acquire(&large()).await.unwrap().account().as_str(), "a");
+}

@@ -7,9 +7,11 @@
 //!   or for image requests only), and under its concurrency limit for the size class (large
 //!   default 1, standard default 4).
 //! - **Preference**: higher tier first (pro > team > plus > free), then higher priority, then the
-//!   least loaded, ties at random. Each group's candidates are ranked once when the configuration
+//!   least loaded, ties at random (in a busy band, the least loaded of 32 eligible accounts:
+//!   [`select::COMPARE_WINDOW`]). Each group's candidates are ranked once when the configuration
 //!   is loaded, so a pick does not sort or scan the whole pool ([`select::select`] is a pure
-//!   function).
+//!   function); the in-memory state also keeps, per band, the accounts below their limits, so
+//!   full accounts cost a pick nothing.
 //! - **Leases** free their slot on drop and expire after a TTL if their holder died.
 //! - **Outcomes** ([`Outcome`]) drive cooldowns: a 429 cools down exactly until the reset the
 //!   upstream gave (or a doubling backoff without one), image-only limits block only image
@@ -97,6 +99,7 @@ mod memory;
 mod outcome;
 #[cfg(feature = "redis")]
 pub mod redis_backend;
+mod room;
 pub mod select;
 mod snapshot;
 mod state;

@@ -11,16 +11,16 @@ use crate::clock::UnixMillis;
 use crate::error::StateError;
 use crate::lease_table::LeaseTable;
 use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
-use crate::select::{
-    AccountLoad, AccountRuntime, Candidate, RankedCandidates, Selection, SelectionQuery, select,
-};
+use crate::room::RoomIndex;
+use crate::select::{AccountLoad, AccountRuntime, RankedCandidates, Selection, SelectionQuery, select};
 use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
 
 /// Pool state held in this process behind one mutex (critical sections are short and never await).
 ///
 /// Accounts live in a dense table; for each ranked candidate list it has seen, the state caches
 /// the table slots of its candidates, so selection reads load and health by index without hashing
-/// account ids.
+/// account ids, and a [`RoomIndex`] of the candidates below their limits, so a pick passes over
+/// full accounts without looking at them.
 #[derive(Debug)]
 pub struct MemoryPoolState {
     policy: CooldownPolicy,
@@ -34,6 +34,8 @@ struct Inner {
     accounts: Vec<(AccountId, AccountHealth)>,
     /// What selection reads per slot, kept dense.
     loads: Vec<AccountLoad>,
+    /// Per slot: the cached lists it is in, as (cache key, position in the list).
+    memberships: Vec<Vec<(usize, usize)>>,
     slot_cache: HashMap<usize, SlotCache>,
     leases: LeaseTable<LeaseRecord>,
     expiries: BTreeSet<(UnixMillis, LeaseId)>,
@@ -46,6 +48,7 @@ struct Inner {
 struct SlotCache {
     list: Weak<RankedCandidates>,
     slots: Vec<usize>,
+    room: RoomIndex,
 }
 
 #[derive(Debug)]
@@ -73,6 +76,7 @@ impl MemoryPoolState {
             slot_by_id: HashMap::new(),
             accounts: Vec::new(),
             loads: Vec::new(),
+            memberships: Vec::new(),
             slot_cache: HashMap::new(),
             leases: LeaseTable::default(),
             expiries: BTreeSet::new(),
@@ -105,6 +109,7 @@ impl Inner {
         let slot = self.accounts.len();
         self.accounts.push((id.clone(), AccountHealth::default()));
         self.loads.push(AccountLoad::default());
+        self.memberships.push(Vec::new());
         self.slot_by_id.insert(id.clone(), slot);
         slot
     }
@@ -129,17 +134,56 @@ impl Inner {
             .and_then(|cached| cached.list.upgrade())
             .is_some_and(|cached| Arc::ptr_eq(&cached, list));
         if !current {
-            let slots = list.entries().iter().map(|c| self.slot_of(&c.id)).collect();
+            let slots: Vec<usize> = list.entries().iter().map(|c| self.slot_of(&c.id)).collect();
+            let loads = &self.loads;
+            let room = RoomIndex::new(list, |position| {
+                slots
+                    .get(position)
+                    .and_then(|&slot| loads.get(slot))
+                    .map(|load| load.in_flight)
+                    .unwrap_or_default()
+            });
+            self.slot_cache.remove(&key);
             self.slot_cache.retain(|_, cached| cached.list.strong_count() > 0);
+            let live = &self.slot_cache;
+            for lists in &mut self.memberships {
+                lists.retain(|(cached, _)| live.contains_key(cached));
+            }
+            for (position, &slot) in slots.iter().enumerate() {
+                if let Some(lists) = self.memberships.get_mut(slot) {
+                    lists.push((key, position));
+                }
+            }
             self.slot_cache.insert(
                 key,
                 SlotCache {
                     list: Arc::downgrade(list),
                     slots,
+                    room,
                 },
             );
         }
         key
+    }
+
+    /// Changes the count of `class` requests in flight on `slot` by `change` (+1 or -1), in the
+    /// dense table and in the room index of every cached list holding the account.
+    fn add_in_flight(&mut self, slot: usize, class: SizeClass, change: i8) {
+        let Some(load) = self.loads.get_mut(slot) else {
+            return;
+        };
+        let count = load.in_flight.get_mut(class);
+        *count = if change < 0 {
+            count.saturating_sub(1)
+        } else {
+            count.saturating_add(1)
+        };
+        let used = *count;
+        for &(key, position) in self.memberships.get(slot).into_iter().flatten() {
+            if let Some(cached) = self.slot_cache.get_mut(&key) {
+                cached.room.set(position, class, used);
+            }
+        }
     }
 
     fn purge_expired(&mut self, now: UnixMillis) {
@@ -156,10 +200,7 @@ impl Inner {
             return;
         };
         self.expiries.remove(&(record.expires_at, id));
-        if let Some(load) = self.loads.get_mut(record.slot) {
-            let count = load.in_flight.get_mut(record.class);
-            *count = count.saturating_sub(1);
-        }
+        self.add_in_flight(record.slot, record.class, -1);
     }
 
     fn acquire(&mut self, request: &AcquireRequest) -> Acquire {
@@ -176,11 +217,17 @@ impl Inner {
             return Acquire::Unavailable;
         };
         let loads = &self.loads;
-        let lookup = |index: usize, _: &Candidate| {
+        let lookup = |index: usize| {
             let slot = cached.slots.get(index)?;
             loads.get(*slot).copied()
         };
-        let index = match select(&request.candidates, &query, lookup, random) {
+        let picked = cached.room.pick(&request.candidates, &query, lookup, random);
+        let selection = match picked {
+            Some(index) => Selection::Selected(index),
+            // Nothing eligible: the full walk tells busy from cooling down from unavailable.
+            None => select(&request.candidates, &query, |index, _| lookup(index), random),
+        };
+        let index = match selection {
             Selection::Selected(index) => index,
             Selection::Busy => return Acquire::Busy,
             Selection::CoolingDown { earliest_reset } => return Acquire::CoolingDown { earliest_reset },
@@ -200,10 +247,7 @@ impl Inner {
             return Acquire::Busy;
         };
         self.expiries.insert((expires_at, id));
-        if let Some(load) = self.loads.get_mut(slot) {
-            let count = load.in_flight.get_mut(request.class);
-            *count = count.saturating_add(1);
-        }
+        self.add_in_flight(slot, request.class, 1);
         Acquire::Granted(LeaseGrant {
             id,
             account: candidate.id.clone(),
@@ -278,3 +322,7 @@ impl PoolState for MemoryPoolState {
         Ok(snapshot)
     }
 }
+
+#[cfg(test)]
+#[path = "memory_tests.rs"]
+mod tests;

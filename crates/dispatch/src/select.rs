@@ -258,67 +258,113 @@ pub fn select(
     random: u64,
 ) -> Selection {
     let mut rng = SplitMix(random);
-    let mut any_busy = false;
-    let mut earliest_reset: Option<UnixMillis> = None;
+    let mut walk = Walk::default();
     for (start, end) in ranked.bands() {
         let Some(band) = ranked.entries.get(start..end) else {
             continue;
         };
-        let offset = usize::try_from(rng.next() % band.len().max(1) as u64).unwrap_or(0);
-        let mut best: Option<(usize, Load)> = None;
-        let mut compared = 0_usize;
+        let offset = rng.below(band.len());
         let rotated = (offset..band.len()).chain(0..offset);
         for position in rotated {
             let Some(candidate) = band.get(position) else {
                 continue;
             };
-            let limit = candidate.limits.for_class(query.class);
-            if limit == 0 || (!query.exclude.is_empty() && query.exclude.contains(&candidate.id)) {
-                continue;
-            }
-            let account = lookup(start + position, candidate).unwrap_or_default();
-            if !account.usable {
-                continue;
-            }
-            if let Some(until) = account.blocked_until(query.image, query.now) {
-                earliest_reset = Some(earliest_reset.map_or(until, |e| e.min(until)));
-                continue;
-            }
-            let used = account.in_flight.get(query.class);
-            if used >= limit {
-                any_busy = true;
-                continue;
-            }
-            let total = account.in_flight.total();
-            if total == 0 {
-                return Selection::Selected(start + position);
-            }
-            let load = Load { used, limit, total };
-            if best
-                .as_ref()
-                .is_none_or(|(_, current)| load.cmp_to(current).is_lt())
-            {
-                best = Some((start + position, load));
-            }
-            compared += 1;
-            if compared >= COMPARE_WINDOW {
+            let index = start + position;
+            if walk.visit(index, candidate, query, |c| lookup(index, c)) == Visit::Stop {
                 break;
             }
         }
-        if let Some((index, _)) = best {
+        if let Some(index) = walk.take_best() {
             return Selection::Selected(index);
         }
     }
-    match (any_busy, earliest_reset) {
-        (true, _) => Selection::Busy,
-        (false, Some(earliest_reset)) => Selection::CoolingDown { earliest_reset },
-        (false, None) => Selection::Unavailable,
+    walk.outcome()
+}
+
+/// One walk of [`select`]'s rules over bands: what it found so far.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    best: Option<(usize, Load)>,
+    compared: usize,
+    any_busy: bool,
+    earliest_reset: Option<UnixMillis>,
+}
+
+/// Whether a band's walk goes on after a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Visit {
+    Continue,
+    /// An idle account, or the compare window is used up: take the band's best.
+    Stop,
+}
+
+impl Walk {
+    /// Considers the candidate at `index`; `load` reads its state (none: idle and healthy), only
+    /// when the candidate is not already ruled out by its limit or the exclusions.
+    pub(crate) fn visit(
+        &mut self,
+        index: usize,
+        candidate: &Candidate,
+        query: &SelectionQuery<'_>,
+        load: impl FnOnce(&Candidate) -> Option<AccountLoad>,
+    ) -> Visit {
+        let limit = candidate.limits.for_class(query.class);
+        if limit == 0 || (!query.exclude.is_empty() && query.exclude.contains(&candidate.id)) {
+            return Visit::Continue;
+        }
+        let account = load(candidate).unwrap_or_default();
+        if !account.usable {
+            return Visit::Continue;
+        }
+        if let Some(until) = account.blocked_until(query.image, query.now) {
+            self.earliest_reset = Some(self.earliest_reset.map_or(until, |e| e.min(until)));
+            return Visit::Continue;
+        }
+        let used = account.in_flight.get(query.class);
+        if used >= limit {
+            self.any_busy = true;
+            return Visit::Continue;
+        }
+        let total = account.in_flight.total();
+        if total == 0 {
+            self.best = Some((index, Load { used, limit, total }));
+            return Visit::Stop;
+        }
+        let load = Load { used, limit, total };
+        if self
+            .best
+            .as_ref()
+            .is_none_or(|(_, current)| load.cmp_to(current).is_lt())
+        {
+            self.best = Some((index, load));
+        }
+        self.compared += 1;
+        if self.compared >= COMPARE_WINDOW {
+            Visit::Stop
+        } else {
+            Visit::Continue
+        }
+    }
+
+    /// The band's pick, if it had an eligible account; the next band starts afresh.
+    pub(crate) fn take_best(&mut self) -> Option<usize> {
+        self.compared = 0;
+        self.best.take().map(|(index, _)| index)
+    }
+
+    /// What a walk that picked nothing means.
+    pub(crate) fn outcome(&self) -> Selection {
+        match (self.any_busy, self.earliest_reset) {
+            (true, _) => Selection::Busy,
+            (false, Some(earliest_reset)) => Selection::CoolingDown { earliest_reset },
+            (false, None) => Selection::Unavailable,
+        }
     }
 }
 
 /// Load of an eligible account: share of the class limit in use, then total requests in flight.
 #[derive(Debug, Clone, Copy)]
-struct Load {
+pub(crate) struct Load {
     used: u32,
     limit: u32,
     total: u64,
@@ -334,9 +380,14 @@ impl Load {
 
 /// Small deterministic generator for tie-breaks (SplitMix64).
 #[derive(Debug)]
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
+    /// A number below `len` (0 when `len` is 0).
+    pub(crate) fn below(&mut self, len: usize) -> usize {
+        usize::try_from(self.next() % len.max(1) as u64).unwrap_or(0)
+    }
+
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

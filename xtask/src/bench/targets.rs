@@ -133,7 +133,7 @@ pub fn evaluate(report: &Report) -> Vec<TargetRow> {
         "gateway peak RSS ≤ 150 MiB with 8 concurrent 40 MiB edits",
         150.0,
     ));
-    for variant in ["idle", "loaded"] {
+    for variant in ["idle", "loaded", "one_band"] {
         let id = format!("pick_lease_release/{variant}/10000");
         let name = format!("dispatcher pick+lease+release ≤ 1 µs median, 10,000 accounts ({variant})");
         rows.push(match report.micro.iter().find(|m| m.id == id) {
