@@ -19,7 +19,7 @@ use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, Stat
 ///
 /// Accounts live in a dense table; for each ranked candidate list it has seen, the state caches
 /// the table slots of its candidates, so selection reads load and health by index without hashing
-/// account ids, and a [`RoomIndex`] of the candidates below their limits, so a pick passes over
+/// account ids, and a room index of the candidates below their limits, so a pick passes over
 /// full accounts without looking at them.
 #[derive(Debug)]
 pub struct MemoryPoolState {
