@@ -103,12 +103,19 @@ pub struct Gateway {
 impl Gateway {
     /// Starts `imagegate serve` with the data directory `data_dir`, plus extra arguments.
     pub fn spawn(data_dir: &Path, args: &[&str]) -> Self {
+        Self::spawn_with_env(data_dir, args, &[])
+    }
+
+    /// Like [`Gateway::spawn`], with extra environment variables (they override the defaults,
+    /// `IMAGEGATE_LOG=warn` included).
+    pub fn spawn_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(bin_path("imagegate"))
             .arg("--data-dir")
             .arg(data_dir)
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env("IMAGEGATE_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

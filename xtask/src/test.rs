@@ -2,9 +2,10 @@
 
 use std::process::Command;
 
-/// Optional features whose code the tests must cover too (the Redis pool state talks to the
-/// local Redis the setup script starts).
-pub const FEATURES: &str = "imagegate-dispatch/redis";
+/// Optional features whose code the tests must cover too: the Redis pool state (it talks to the
+/// local Redis the setup script starts) and OTLP export (the binary the end-to-end tests spawn is
+/// built with it, and the export test runs).
+pub const FEATURES: &str = "imagegate-dispatch/redis,imagegate/otel,imagegate-e2e/otel";
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let root = crate::workspace_root();
@@ -17,10 +18,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 .current_dir(&root),
         )?;
     }
-    // The end-to-end tests spawn the real binaries, which `nextest` does not build on its own.
+    // The end-to-end tests spawn the real binaries, which `nextest` does not build on its own
+    // (with the same features, so its build reuses them).
     status(
         Command::new("cargo")
-            .args(["build", "--workspace", "--bins"])
+            .args(["build", "--workspace", "--bins", "--features", FEATURES])
             .current_dir(&root),
     )?;
     let mut nextest = Command::new("cargo");
