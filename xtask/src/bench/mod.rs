@@ -141,6 +141,16 @@ async fn load_runs(
     let client_cpu = pin.then_some(procs::CLIENT_CPU);
     let (tiny_sim_proc, tiny_sim) = procs::start_sim(&bin, work, true, client_cpu)?;
     let (images_sim_proc, images_sim) = procs::start_sim(&bin, work, false, client_cpu)?;
+    // The same simulators on the gateway's CPU, for the cross-CPU floor (only when pinned).
+    let across = if pin {
+        let server_cpu = Some(procs::SERVER_CPU);
+        let (tiny_proc, tiny_url) = procs::start_sim(&bin, work, true, server_cpu)?;
+        let (images_proc, images_url) = procs::start_sim(&bin, work, false, server_cpu)?;
+        Some(((tiny_proc, images_proc), (tiny_url, images_url)))
+    } else {
+        None
+    };
+    let (across_procs, across_sims) = across.unzip();
     let setup = procs::setup_gateway(&bin, work, &tiny_sim, &images_sim)?;
     let litellm_config = if with_litellm {
         let path = work.join("litellm.yaml");
@@ -170,6 +180,7 @@ async fn load_runs(
     let endpoints = Endpoints {
         tiny_sim,
         images_sim,
+        across_sims,
         gateway: String::new(),
         tiny_key: bench.setup.tiny_key.clone(),
         images_key: bench.setup.images_key.clone(),
@@ -178,8 +189,17 @@ async fn load_runs(
     let mut runs = Vec::new();
     let mut shared_litellm = None;
     for scenario in scenarios::all() {
-        for target in [Target::Floor, Target::Imagegate, Target::Litellm] {
+        for target in [
+            Target::Floor,
+            Target::FloorAcross,
+            Target::Imagegate,
+            Target::Litellm,
+        ] {
             if target == Target::Litellm && bench.litellm_config.is_none() {
+                continue;
+            }
+            let across_measured = matches!(scenario.group, Group::Small | Group::Image);
+            if target == Target::FloorAcross && (endpoints.across_sims.is_none() || !across_measured) {
                 continue;
             }
             eprintln!("bench: {} via {}", scenario.id, target.label());
@@ -195,6 +215,7 @@ async fn load_runs(
     }
     drop(tiny_sim_proc);
     drop(images_sim_proc);
+    drop(across_procs);
     Ok(runs)
 }
 
@@ -244,7 +265,7 @@ impl Bench<'_> {
         endpoints: &mut Endpoints,
     ) -> Result<Option<procs::Proc>, String> {
         match target {
-            Target::Floor => Ok(None),
+            Target::Floor | Target::FloorAcross => Ok(None),
             Target::Imagegate => {
                 let log = self.work.join(format!("imagegate-{id}.log"));
                 let (proc, url) = procs::start_gateway(&self.bin, &self.setup, &log, self.server_cpu)?;

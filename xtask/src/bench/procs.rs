@@ -172,9 +172,14 @@ pub fn start_sim(bin: &Path, dir: &Path, tiny: bool, cpu: Option<usize>) -> Resu
     if tiny {
         command.arg("--tiny-images");
     }
-    let name = if tiny { "sim-tiny" } else { "sim" };
+    let name = match (tiny, cpu) {
+        (true, Some(cpu)) => format!("sim-tiny-cpu{cpu}"),
+        (false, Some(cpu)) => format!("sim-cpu{cpu}"),
+        (true, None) => "sim-tiny".to_owned(),
+        (false, None) => "sim".to_owned(),
+    };
     let log = dir.join(format!("{name}.log"));
-    spawn_until(name, command, &log, "listening on ", Duration::from_secs(20))
+    spawn_until(&name, command, &log, "listening on ", Duration::from_secs(20))
 }
 
 /// A prepared gateway data directory: an account per simulator (groups `tiny` and `images`), a

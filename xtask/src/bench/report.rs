@@ -228,9 +228,11 @@ pub fn render(report: &Report) -> String {
         m.load_average,
         if m.pinned {
             format!(
-                "Pinned: gateway or LiteLLM on CPU {}, load generator and simulators on CPU {}.",
+                "Pinned: gateway or LiteLLM on CPU {}, load generator and simulators on CPU {}. The floor's load generator and simulator share CPU {}, so a floor request never crosses CPUs while a proxied one crosses four times; the rows \"floor, sim on the gateway's CPU\" (a simulator pinned to CPU {}, not a target) show what crossing CPUs costs by itself.",
                 procs::SERVER_CPU,
-                procs::CLIENT_CPU
+                procs::CLIENT_CPU,
+                procs::CLIENT_CPU,
+                procs::SERVER_CPU
             )
         } else {
             "Not pinned (fewer than two CPUs or no taskset).".to_owned()

@@ -26,6 +26,10 @@ pub enum Group {
 pub enum Target {
     /// Straight to the simulator (the floor).
     Floor,
+    /// Straight to a simulator pinned to the gateway's CPU: the floor with the same cross-CPU
+    /// hand-offs (and cache-line transfers) a proxied request pays on its last hop. Not a target;
+    /// it shows how much of the added latency the two-CPU layout costs by itself.
+    FloorAcross,
     /// Through imagegate.
     Imagegate,
     /// Through the LiteLLM proxy.
@@ -37,6 +41,7 @@ impl Target {
     pub fn label(self) -> &'static str {
         match self {
             Self::Floor => "floor (sim)",
+            Self::FloorAcross => "floor, sim on the gateway's CPU",
             Self::Imagegate => "imagegate",
             Self::Litellm => "LiteLLM",
         }
@@ -101,6 +106,8 @@ pub struct Endpoints {
     pub tiny_sim: String,
     /// Simulator rendering full-size images.
     pub images_sim: String,
+    /// The two simulators again, pinned to the gateway's CPU (when the harness pins).
+    pub across_sims: Option<(String, String)>,
     /// Gateway base URL.
     pub gateway: String,
     /// Gateway key of the `tiny` group.
@@ -126,6 +133,11 @@ pub fn request(
             } else {
                 &endpoints.images_sim
             };
+            (sim.clone(), Some("sk-bench-sim".to_owned()), "gpt-image-2")
+        }
+        Target::FloorAcross => {
+            let (tiny_sim, images_sim) = endpoints.across_sims.as_ref()?;
+            let sim = if tiny { tiny_sim } else { images_sim };
             (sim.clone(), Some("sk-bench-sim".to_owned()), "gpt-image-2")
         }
         Target::Imagegate => {

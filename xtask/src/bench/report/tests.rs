@@ -61,6 +61,7 @@ fn sample_report() -> Report {
         litellm_version: Some("1.105.7".into()),
         runs: vec![
             Run::measured(&small, Target::Floor, result(40_000.0, 0.30, 0.70)),
+            Run::measured(&small, Target::FloorAcross, result(30_000.0, 0.40, 0.90)),
             Run::measured(&small, Target::Imagegate, result(20_000.0, 0.50, 1.20)),
             Run::measured(&small, Target::Litellm, result(90.0, 160.0, 260.0)),
             Run::measured(&small64, Target::Floor, result(40_000.0, 1.0, 2.0)),
@@ -136,6 +137,10 @@ fn rendering_shows_every_section_and_the_unsupported_cells() {
     assert!(
         md.contains("| 16 | imagegate | 20000 | 0.50 | 1.20 | 0.20 | 0.50 | 0 |"),
         "{md}"
+    );
+    assert!(
+        md.contains("| 16 | floor, sim on the gateway's CPU | 30000 | 0.40 | 0.90 | 0.10 | 0.20 | 0 |"),
+        "the cross-CPU floor is compared with the floor: {md}"
     );
     assert!(
         md.contains("| 1 | LiteLLM | not supported (HTTP 400, streaming is not supported) | – |"),
