@@ -11,7 +11,7 @@
 //!   [`select::COMPARE_WINDOW`]). Each group's candidates are ranked once when the configuration
 //!   is loaded, so a pick does not sort or scan the whole pool ([`select::select`] is a pure
 //!   function); the in-memory state also keeps, per band, the accounts below their limits, so
-//!   full accounts cost a pick nothing.
+//!   full accounts cost a pick nothing while some account is eligible.
 //! - **Leases** free their slot on drop and expire after a TTL if their holder died.
 //! - **Outcomes** ([`Outcome`]) drive cooldowns: a 429 cools down exactly until the reset the
 //!   upstream gave (or a doubling backoff without one), image-only limits block only image

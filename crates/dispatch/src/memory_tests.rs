@@ -84,3 +84,111 @@ fn a_new_list_starts_from_the_leases_held_and_dropped_lists_leave_no_memberships
     state.lock().release(grant.id);
     assert_eq!(with_room(&state, &new), ["a"]);
 }
+
+mod random_operations {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Acquire { group_b: bool, large: bool },
+        Release(usize),
+        ExpireAll,
+        Replace { group_b: bool },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (any::<bool>(), any::<bool>()).prop_map(|(group_b, large)| Op::Acquire { group_b, large }),
+            2 => (0..64_usize).prop_map(Op::Release),
+            1 => Just(Op::ExpireAll),
+            1 => any::<bool>().prop_map(|group_b| Op::Replace { group_b }),
+        ]
+    }
+
+    fn specs(shape: &[(u8, u32, u32, u8)]) -> Vec<AccountSpec> {
+        shape
+            .iter()
+            .enumerate()
+            .map(|(i, &(tier, large, standard, groups))| {
+                let tier = [Tier::Plus, Tier::Pro][usize::from(tier % 2)];
+                let groups: &[&str] = match groups % 3 {
+                    0 => &["a"],
+                    1 => &["b"],
+                    _ => &["a", "b"],
+                };
+                AccountSpec::new(&format!("acct{i}"), tier, groups).with_limits(large, standard)
+            })
+            .collect()
+    }
+
+    /// The index of `list` against the dense table, band by band and class by class.
+    fn check(state: &MemoryPoolState, list: &Arc<RankedCandidates>) -> Result<(), TestCaseError> {
+        let mut inner = state.lock();
+        let key = inner.cache_slots(list);
+        let cached = inner.slot_cache.get(&key).unwrap();
+        for (band, (start, end)) in list.bands().enumerate() {
+            for class in [SizeClass::Large, SizeClass::Standard] {
+                let expected: Vec<u32> = (start..end)
+                    .filter(|&p| {
+                        let used = inner.loads[cached.slots[p]].in_flight.get(class);
+                        used < list.entries()[p].limits.for_class(class)
+                    })
+                    .map(|p| u32::try_from(p).unwrap())
+                    .collect();
+                prop_assert_eq!(
+                    cached.room.room(band, class),
+                    expected,
+                    "band {} {:?}",
+                    band,
+                    class
+                );
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn the_room_index_matches_the_loads_whatever_happens(
+            shape in prop::collection::vec((any::<u8>(), 0..3_u32, 0..4_u32, any::<u8>()), 1..8),
+            ops in prop::collection::vec(op(), 1..60),
+        ) {
+            let specs = specs(&shape);
+            let mut lists = [list("a", &specs), list("b", &specs)];
+            let state = MemoryPoolState::with_seed(CooldownPolicy::default(), 11);
+            let mut leases = Vec::new();
+            let mut now = NOW;
+            for op in ops {
+                match op {
+                    Op::Acquire { group_b, large } => {
+                        let mut request = request(&lists[usize::from(group_b)]);
+                        request.class = if large { SizeClass::Large } else { SizeClass::Standard };
+                        request.now = now;
+                        if let Acquire::Granted(grant) = state.lock().acquire(&request) {
+                            leases.push(grant.id);
+                        }
+                    }
+                    Op::Release(which) => {
+                        if !leases.is_empty() {
+                            let id = leases.swap_remove(which % leases.len());
+                            state.lock().release(id);
+                        }
+                    }
+                    Op::ExpireAll => {
+                        now = now.plus(Duration::from_secs(61));
+                        state.lock().purge_expired(now);
+                        leases.clear();
+                    }
+                    Op::Replace { group_b } => {
+                        lists[usize::from(group_b)] = list(if group_b { "b" } else { "a" }, &specs);
+                    }
+                }
+                for list in &lists {
+                    check(&state, list)?;
+                }
+            }
+        }
+    }
+}

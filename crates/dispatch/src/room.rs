@@ -6,11 +6,14 @@
 //! with four full bands of 625). The in-memory state keeps a [`RoomIndex`] beside each candidate
 //! list it has seen: for each band and size class, the positions of the accounts below their class
 //! limit. A pick walks only those, with the same rules and the same compare window as `select`, so
-//! it costs about as much with 10,000 accounts as with 10, however many are full.
+//! while some band has an eligible account, a pick costs about as much with 10,000 accounts as with
+//! 10, however many are full.
 //!
 //! The index only knows load, not health: cooling, errored and excluded accounts are still looked
 //! at and passed over, as `select` does. When it finds nothing, the state falls back to `select`,
-//! whose walk also tells busy from cooling down from unavailable.
+//! whose walk also tells busy from cooling down from unavailable: a pool with no eligible account
+//! at all (every account full or cooling) still costs a walk of the whole list, twice when the
+//! accounts with room are all cooling.
 
 use crate::account::{ClassLimits, SizeClass};
 use crate::select::{AccountLoad, ClassCounts, RankedCandidates, SelectionQuery, SplitMix, Visit, Walk};

@@ -46,6 +46,9 @@ impl TcpProxy {
         let state = Arc::clone(&shared);
         let acceptor = tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
+                // Checked and recorded under the lock `cut` takes, so a connection accepted while
+                // the proxy is being cut is either refused or aborted by the cut.
+                let mut connections = state.connections();
                 if state.down.load(Ordering::SeqCst) {
                     drop(inbound);
                     continue;
@@ -55,7 +58,6 @@ impl TcpProxy {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
                 });
-                let mut connections = state.connections();
                 connections.retain(|c| !c.is_finished());
                 connections.push(task);
             }
@@ -75,8 +77,9 @@ impl TcpProxy {
 
     /// Drops every open connection and refuses new ones until [`TcpProxy::restore`].
     pub fn cut(&self) {
+        let mut connections = self.shared.connections();
         self.shared.down.store(true, Ordering::SeqCst);
-        for connection in self.shared.connections().drain(..) {
+        for connection in connections.drain(..) {
             connection.abort();
         }
     }

@@ -13,6 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
+use imagegate_codec::usage_scan::ResponseSummary;
 use imagegate_upstream::{BodyStream, EndSummary, Failure, JsonStream};
 
 use crate::relay::held::Held;
@@ -97,7 +98,11 @@ impl Passing {
             return;
         };
         usage.upstream_closed();
-        let summary = self.summary.take().unwrap_or_default();
+        let summary = self.summary.take().unwrap_or_else(|| {
+            // The upstream crate hands the summary over before the clean end it follows.
+            tracing::warn!("no usage summary came with a complete Images answer");
+            ResponseSummary::default()
+        });
         usage.produced(
             summary.size.as_deref(),
             summary.quality.as_deref(),
