@@ -62,7 +62,12 @@ impl SqliteStore {
     }
 
     async fn open(options: SqliteConnectOptions, in_memory: bool, crypto: Crypto) -> StoreResult<Self> {
-        let options = options.busy_timeout(BUSY_TIMEOUT).foreign_keys(true);
+        // Temporary storage in memory: a multi-row usage INSERT otherwise writes its statement
+        // journal to a new file under /var/tmp (create, write each page, unlink) on every flush.
+        let options = options
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(true)
+            .pragma("temp_store", "memory");
         let pool = if in_memory {
             // Every connection to `:memory:` is a separate database: keep exactly one, forever.
             SqlitePoolOptions::new()
@@ -83,5 +88,31 @@ impl SqliteStore {
         };
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         Ok(Self { pool, crypto })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::MasterKey;
+
+    #[tokio::test]
+    async fn temporary_storage_stays_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let crypto = Crypto::new(&MasterKey::from_bytes([7; 32]));
+        let store = SqliteStore::connect_file(&dir.path().join("t.db"), crypto)
+            .await
+            .unwrap();
+        // Every pooled connection gets it, not just the first.
+        let mut connections = Vec::new();
+        for _ in 0..3 {
+            let mut connection = store.pool.acquire().await.unwrap();
+            let (mode,): (i64,) = sqlx::query_as("PRAGMA temp_store")
+                .fetch_one(&mut *connection)
+                .await
+                .unwrap();
+            assert_eq!(mode, 2, "2 = MEMORY");
+            connections.push(connection);
+        }
     }
 }
