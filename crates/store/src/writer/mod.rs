@@ -35,7 +35,10 @@ use crate::store::Store;
 /// Tuning of a [`UsageWriter`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageWriterConfig {
-    /// Write as soon as this many records are waiting.
+    /// Write as soon as this many records are waiting. Each write is one transaction whose fixed
+    /// cost (the pages every commit rewrites, checkpoints) dwarfs a row's, so at high rates large
+    /// batches matter: on SQLite, 1,000 rather than 200 cut the usage writer's CPU per request
+    /// from about 18 µs to about 4 µs (docs/benchmarks.md).
     pub batch_size: usize,
     /// Write whatever is waiting at least this often.
     pub flush_interval: Duration,
@@ -56,7 +59,7 @@ pub struct UsageWriterConfig {
 impl Default for UsageWriterConfig {
     fn default() -> Self {
         Self {
-            batch_size: 200,
+            batch_size: 1000,
             flush_interval: Duration::from_millis(500),
             queue_capacity: 50_000,
             retry_initial: Duration::from_millis(100),
