@@ -1,10 +1,13 @@
-//! `cargo xtask bench [--quick] [--no-litellm]`: measures imagegate against its floor (the load
+//! `cargo xtask bench [--quick] [--no-litellm] [--only ID]`: measures imagegate against its floor (the load
 //! generator straight to `imagegate-sim`) and the LiteLLM proxy, side by side in one run, runs the
 //! criterion microbenchmarks, and writes `docs/benchmarks.md` (between markers) and
 //! `docs/benchmarks.json`.
 //!
 //! `--quick`: 1 s per scenario and short criterion runs, and LiteLLM only if already installed; its
 //! report goes to `target/bench-quick/` so the committed figures stay those of a full run.
+//!
+//! `--only ID` (repeatable): only the scenarios whose id contains `ID` (e.g. `small-c16`), no
+//! microbenchmarks; for iterating on one figure. Its report also goes to `target/bench-quick/`.
 
 mod litellm;
 mod loadgen;
@@ -26,29 +29,46 @@ use report::{Report, Run};
 use scenarios::{Endpoints, Group, Scenario, Target};
 
 /// Command-line options.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Short runs, no LiteLLM install, report under `target/bench-quick/`.
     pub quick: bool,
     /// Skip LiteLLM entirely.
     pub no_litellm: bool,
+    /// Only the scenarios whose id contains one of these; empty means all.
+    pub only: Vec<String>,
 }
 
 impl Options {
     fn parse(args: &[String]) -> Result<Self, String> {
         let mut options = Self::default();
-        for arg in args {
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--quick" => options.quick = true,
                 "--no-litellm" => options.no_litellm = true,
+                "--only" => match args.next() {
+                    Some(id) => options.only.push(id.clone()),
+                    None => return Err("bench: --only needs a scenario id".to_owned()),
+                },
                 other => return Err(format!("bench: unknown option {other}")),
             }
         }
         Ok(options)
     }
 
+    /// Whether the report is a partial one, kept out of `docs/`.
+    pub fn partial(&self) -> bool {
+        self.quick || !self.only.is_empty()
+    }
+
+    /// Whether scenario `id` is to be run.
+    fn selects(&self, id: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|only| id.contains(only.as_str()))
+    }
+
     /// Warm-up and measured window of every load run.
-    pub fn windows(self) -> (Duration, Duration) {
+    pub fn windows(&self) -> (Duration, Duration) {
         if self.quick {
             (Duration::from_millis(300), Duration::from_secs(1))
         } else {
@@ -67,7 +87,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .args(["build", "--release", "-p", "imagegate", "-p", "imagegate-sim"])
             .current_dir(&root),
     )?;
-    micro::build(&root)?;
+    if options.only.is_empty() {
+        micro::build(&root)?;
+    }
     let with_litellm = !options.no_litellm && (!options.quick || litellm::installed(&root));
     if with_litellm {
         litellm::ensure_installed(&root)?;
@@ -84,17 +106,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let work = root.join("target/bench-work");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let runs = runtime.block_on(load_runs(&root, &work, options, with_litellm, pin))?;
-    micro::run(&root, options.quick)?;
+    let runs = runtime.block_on(load_runs(&root, &work, &options, with_litellm, pin))?;
+    if options.only.is_empty() {
+        micro::run(&root, options.quick)?;
+    }
     let micro = micro::collect(
         &root.join("target/criterion"),
         &["pick_lease_release", "size_validation", "sse_encode"],
     );
     let mut report = Report {
-        quick: options.quick,
+        quick: options.partial(),
         duration_s: 0.0,
         machine,
-        commands: report::commands(options),
+        commands: report::commands(&options),
         litellm_version: with_litellm.then(|| litellm::VERSION.to_owned()),
         runs,
         micro,
@@ -102,7 +126,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     };
     report.targets = targets::evaluate(&report);
     report.duration_s = started.elapsed().as_secs_f64();
-    let out = if options.quick {
+    let out = if options.partial() {
         root.join("target/bench-quick")
     } else {
         root.join("docs")
@@ -133,7 +157,7 @@ struct Bench<'a> {
 async fn load_runs(
     root: &Path,
     work: &Path,
-    options: Options,
+    options: &Options,
     with_litellm: bool,
     pin: bool,
 ) -> Result<Vec<Run>, String> {
@@ -188,7 +212,7 @@ async fn load_runs(
     };
     let mut runs = Vec::new();
     let mut shared_litellm = None;
-    for scenario in scenarios::all() {
+    for scenario in scenarios::all().into_iter().filter(|s| options.selects(&s.id)) {
         for target in [
             Target::Floor,
             Target::FloorAcross,

@@ -125,9 +125,10 @@ pub fn unsupported_reason(probe: &Answer, stream: bool) -> Option<String> {
 }
 
 /// The commands that reproduce a run.
-pub fn commands(options: Options) -> Vec<String> {
+pub fn commands(options: &Options) -> Vec<String> {
+    let only: String = options.only.iter().map(|id| format!(" --only {id}")).collect();
     let mut list = vec![format!(
-        "cargo xtask bench{}{}",
+        "cargo xtask bench{}{}{only}",
         if options.quick { " --quick" } else { "" },
         if options.no_litellm { " --no-litellm" } else { "" }
     )];
