@@ -55,6 +55,7 @@ mod crypto;
 mod error;
 pub mod keys;
 mod model;
+mod priority;
 mod rows;
 mod secret;
 mod spool;
@@ -77,11 +78,13 @@ pub use model::{
     NewAccount, NewApiKey, NewKey, NewUser, StatusFilter, Timestamp, TokenCounts, UnknownVariant, UsageEntry,
     UsageFilter, UsageId, UsageRecord, User, UserId,
 };
+pub use priority::WriterPriority;
 pub use secret::Secret;
 pub use spool::{SpoolError, UsageSpool};
 pub use store::Store;
 pub use writer::{
-    RecordRejected, RejectReason, UsageSink, UsageWriter, UsageWriterConfig, WriterError, WriterStats,
+    BACKLOG_BATCHES, RecordRejected, RejectReason, UsageSink, UsageWriter, UsageWriterConfig, WriterError,
+    WriterStats,
 };
 
 /// Opens the database named by `url` and applies its migrations.

@@ -8,6 +8,7 @@ use crate::model::{
     GroupId, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
     UsageFilter, UsageRecord, User, UserId,
 };
+use crate::priority::WriterPriority;
 use crate::secret::Secret;
 
 /// Persistence of users, groups, API keys, upstream accounts and usage.
@@ -124,6 +125,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Inserts records in one transaction; records whose `request_id` is already stored are
     /// skipped. Returns how many rows were inserted.
     async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64>;
+    /// How the next [`Store::insert_usage_batch`] and [`Store::touch_keys`] compete for this
+    /// process's CPU. A hint, ignored by default (see [`WriterPriority`]).
+    fn set_usage_priority(&self, priority: WriterPriority) {
+        let _ = priority;
+    }
     /// Records matching `filter`, newest first.
     async fn list_usage(&self, filter: &UsageFilter) -> StoreResult<Vec<UsageEntry>>;
     /// Totals per UTC day of the records matching `filter` (`offset` ignored, `limit` counts

@@ -9,6 +9,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use crate::crypto::Crypto;
 use crate::error::{StoreError, StoreResult};
 use crate::model::Backend;
+use crate::priority::UsageLane;
 
 /// The driver type the shared query modules are compiled against.
 type Db = sqlx::Postgres;
@@ -43,6 +44,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub(crate) struct PostgresStore {
     pool: sqlx::PgPool,
+    /// Always the ordinary pool: the database server does the work, not this process.
+    usage: UsageLane<Db>,
     crypto: Crypto,
 }
 
@@ -57,6 +60,10 @@ impl PostgresStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(Self { pool, crypto })
+        Ok(Self {
+            pool,
+            usage: UsageLane::ordinary(),
+            crypto,
+        })
     }
 }

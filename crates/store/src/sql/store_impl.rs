@@ -1,5 +1,5 @@
 //! The [`Store`] implementation over the functions of the sibling modules. Compiled once per
-//! backend: `super::BackendStore` is the backend's struct with `pool` and `crypto` fields.
+//! backend: `super::BackendStore` is the backend's struct with `pool`, `usage` and `crypto` fields.
 
 use async_trait::async_trait;
 
@@ -10,6 +10,7 @@ use crate::model::{
     GroupId, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
     UsageFilter, UsageRecord, User, UserId,
 };
+use crate::priority::WriterPriority;
 use crate::secret::Secret;
 use crate::store::Store;
 
@@ -25,6 +26,7 @@ impl Store for BackendStore {
     }
 
     async fn close(&self) {
+        self.usage.close().await;
         self.pool.close().await;
     }
 
@@ -97,7 +99,7 @@ impl Store for BackendStore {
     }
 
     async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()> {
-        keys::touch_keys(&self.pool, uses).await
+        keys::touch_keys(self.usage.pool(&self.pool), uses).await
     }
 
     async fn create_account(&self, account: NewAccount) -> StoreResult<Account> {
@@ -142,7 +144,11 @@ impl Store for BackendStore {
     }
 
     async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64> {
-        usage::insert_usage_batch(&self.pool, records).await
+        usage::insert_usage_batch(self.usage.pool(&self.pool), records).await
+    }
+
+    fn set_usage_priority(&self, priority: WriterPriority) {
+        self.usage.set(priority);
     }
 
     async fn list_usage(&self, filter: &UsageFilter) -> StoreResult<Vec<UsageEntry>> {

@@ -1,7 +1,11 @@
 //! The SQLite backend: one database file, WAL journal, a busy timeout, foreign keys on.
+//!
+//! Usage records are written through a connection of their own whose worker thread runs only
+//! when the CPU is otherwise idle (`crate::priority`), unless the writer falls behind.
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -9,6 +13,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use crate::crypto::Crypto;
 use crate::error::{StoreError, StoreResult};
 use crate::model::Backend;
+use crate::priority::{NamedThread, UsageLane};
 
 /// The driver type the shared query modules are compiled against.
 type Db = sqlx::Sqlite;
@@ -43,6 +48,7 @@ const MAX_CONNECTIONS: u32 = 8;
 #[derive(Debug)]
 pub(crate) struct SqliteStore {
     pool: sqlx::SqlitePool,
+    usage: UsageLane<Db>,
     crypto: Crypto,
 }
 
@@ -68,26 +74,57 @@ impl SqliteStore {
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true)
             .pragma("temp_store", "memory");
-        let pool = if in_memory {
+        if in_memory {
             // Every connection to `:memory:` is a separate database: keep exactly one, forever.
-            SqlitePoolOptions::new()
+            let pool = SqlitePoolOptions::new()
                 .max_connections(1)
                 .min_connections(1)
                 .idle_timeout(None)
                 .max_lifetime(None)
                 .connect_with(options)
-                .await?
-        } else {
-            let options = options
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal);
-            SqlitePoolOptions::new()
-                .max_connections(MAX_CONNECTIONS)
-                .connect_with(options)
-                .await?
-        };
+                .await?;
+            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+            return Ok(Self {
+                pool,
+                usage: UsageLane::ordinary(),
+                crypto,
+            });
+        }
+        let options = options
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options.clone())
+            .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(Self { pool, crypto })
+        let usage = match background_pool(options).await {
+            Some(background) => UsageLane::with_background(background),
+            None => UsageLane::ordinary(),
+        };
+        Ok(Self { pool, usage, crypto })
+    }
+}
+
+/// One connection, kept for the life of the store, whose worker thread gets the idle policy;
+/// `None` where that policy cannot be had (the usage writer then uses the ordinary pool).
+async fn background_pool(options: SqliteConnectOptions) -> Option<sqlx::SqlitePool> {
+    let thread = Arc::new(NamedThread::default());
+    let namer = Arc::clone(&thread);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .connect_with(options.thread_name(move |id| namer.name(id)))
+        .await
+        .inspect_err(|error| tracing::warn!(%error, "no background connection for usage records"))
+        .ok()?;
+    if thread.make_background() {
+        Some(pool)
+    } else {
+        pool.close().await;
+        None
     }
 }
 
@@ -114,5 +151,59 @@ mod tests {
             assert_eq!(mode, 2, "2 = MEMORY");
             connections.push(connection);
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn usage_goes_through_an_idle_policy_thread_unless_the_writer_falls_behind() {
+        use crate::model::UsageRecord;
+        use crate::priority::{WriterPriority, os};
+        use crate::store::Store;
+
+        const SCHED_OTHER: i32 = 0;
+        const SCHED_IDLE: i32 = 5;
+        let dir = tempfile::tempdir().unwrap();
+        let crypto = Crypto::new(&MasterKey::from_bytes([7; 32]));
+        let store = SqliteStore::connect_file(&dir.path().join("t.db"), crypto)
+            .await
+            .unwrap();
+        let background = store.usage.pool(&store.pool);
+        assert!(!background.is_closed());
+        assert!(
+            !std::ptr::eq(background, &store.pool),
+            "usage starts in the background"
+        );
+
+        // The background connection's thread has the idle policy; the ordinary pool's do not.
+        let ordinary = store.pool.acquire().await.unwrap();
+        drop(ordinary);
+        let thread_named = |prefix: &str| {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .flatten()
+                .find(|task| {
+                    std::fs::read_to_string(task.path().join("comm"))
+                        .is_ok_and(|comm| comm.starts_with(prefix))
+                })
+                .and_then(|task| task.file_name().to_str()?.parse::<i32>().ok())
+                .unwrap()
+        };
+        assert_eq!(os::policy_of(thread_named("ig-usage-")), Some(SCHED_IDLE));
+        assert_eq!(os::policy_of(thread_named("sqlx-sqlite")), Some(SCHED_OTHER));
+
+        // Both lanes write to the same database.
+        let record = |id: &str| UsageRecord::new(id, "/v1/images/generations", "gpt-image-2");
+        assert_eq!(store.insert_usage_batch(&[record("req_a")]).await.unwrap(), 1);
+        store.set_usage_priority(WriterPriority::Normal);
+        assert!(std::ptr::eq(store.usage.pool(&store.pool), &store.pool));
+        assert_eq!(store.insert_usage_batch(&[record("req_b")]).await.unwrap(), 1);
+        store.set_usage_priority(WriterPriority::Background);
+        assert_eq!(store.insert_usage_batch(&[record("req_a")]).await.unwrap(), 0);
+        let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM usage_records")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(rows, 2);
+        store.close().await;
     }
 }

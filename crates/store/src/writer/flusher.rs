@@ -9,8 +9,9 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use super::{Counters, UsageBackend, UsageWriterConfig, WriterError};
+use super::{BACKLOG_BATCHES, Counters, UsageBackend, UsageWriterConfig, WriterError};
 use crate::model::{KeyUse, UsageRecord};
+use crate::priority::WriterPriority;
 use crate::spool::UsageSpool;
 
 pub(super) struct Flusher {
@@ -133,8 +134,21 @@ impl Flusher {
         }
     }
 
+    /// How the next write competes for the CPU: in the background unless records pile up, the
+    /// spool needs emptying or the process is stopping.
+    fn priority(&self) -> WriterPriority {
+        let backlog = self.config.batch_size.max(1).saturating_mul(BACKLOG_BATCHES);
+        let behind = self.counters.pending.load(Ordering::Relaxed) > backlog;
+        if behind || self.degraded() || self.deadline.is_some() {
+            WriterPriority::Normal
+        } else {
+            WriterPriority::Background
+        }
+    }
+
     /// One insert, cut short by the shutdown deadline.
     async fn attempt(&self, batch: &[UsageRecord]) -> Result<u64, String> {
+        self.backend.set_priority(self.priority());
         let attempt = self.backend.insert_usage_batch(batch);
         match self.deadline {
             Some(deadline) => match tokio::time::timeout_at(deadline, attempt).await {

@@ -11,6 +11,10 @@
 //! flush interval with backoff up to `retry_max`. If the spool cannot be written (disk full), the
 //! batch stays in memory and is retried as without a spool ([`WriterStats::failed_spool_writes`]).
 //!
+//! Writes run at [`WriterPriority::Background`] while the writer keeps up, and at
+//! [`WriterPriority::Normal`] while more than [`BACKLOG_BATCHES`] batches wait, while the spool
+//! holds records, and during shutdown.
+//!
 //! A record is lost only visibly: the sink refuses it when the queue is full (handing it back), or
 //! [`UsageWriter::shutdown`] returns the records it could neither write nor spool before its
 //! deadline.
@@ -29,8 +33,12 @@ use tokio::time::Instant;
 use self::flusher::Flusher;
 use crate::error::StoreResult;
 use crate::model::{KeyUse, UsageRecord};
+use crate::priority::WriterPriority;
 use crate::spool::UsageSpool;
 use crate::store::Store;
+
+/// Waiting batches beyond which the writer stops deferring to request handling.
+pub const BACKLOG_BATCHES: usize = 2;
 
 /// Tuning of a [`UsageWriter`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,6 +218,7 @@ impl UsageSink {
 pub(crate) trait UsageBackend: Send + Sync {
     async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64>;
     async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()>;
+    fn set_priority(&self, priority: WriterPriority);
 }
 
 #[async_trait]
@@ -219,6 +228,9 @@ impl UsageBackend for Arc<dyn Store> {
     }
     async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()> {
         self.as_ref().touch_keys(uses).await
+    }
+    fn set_priority(&self, priority: WriterPriority) {
+        self.as_ref().set_usage_priority(priority);
     }
 }
 

@@ -13,6 +13,9 @@ struct FakeBackend {
     touches: Mutex<Vec<KeyUse>>,
     fail_next: AtomicUsize,
     fail_always: AtomicBool,
+    priority: Mutex<Option<WriterPriority>>,
+    /// The priority each successful batch was written at.
+    priorities: Mutex<Vec<WriterPriority>>,
 }
 
 impl FakeBackend {
@@ -34,12 +37,18 @@ impl UsageBackend for FakeBackend {
         }
         let ids = records.iter().map(|r| r.request_id.clone()).collect();
         self.batches.lock().unwrap().push(ids);
+        let priority = self.priority.lock().unwrap().expect("set before every insert");
+        self.priorities.lock().unwrap().push(priority);
         Ok(records.len() as u64)
     }
 
     async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()> {
         self.touches.lock().unwrap().extend_from_slice(uses);
         Ok(())
+    }
+
+    fn set_priority(&self, priority: WriterPriority) {
+        *self.priority.lock().unwrap() = Some(priority);
     }
 }
 
@@ -87,6 +96,35 @@ async fn writes_full_batches_without_waiting_for_the_interval() {
     let stats = writer.shutdown().await.unwrap();
     assert_eq!(stats.written, 6);
     assert_eq!(stats.pending, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn writes_in_the_background_unless_records_pile_up() {
+    let backend = Arc::new(FakeBackend::default());
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
+    // Ten records before the writer runs: more than BACKLOG_BATCHES (2) batches of 3 wait.
+    for i in 0..10 {
+        sink.record(record(i)).unwrap();
+    }
+    // Three full batches, then the interval's first (immediate) tick writes the last record.
+    wait_until(|| backend.batches.lock().unwrap().len() == 4).await;
+    use WriterPriority::{Background, Normal};
+    // 10 pending, then 7: behind. Then 4, then 1: caught up.
+    assert_eq!(
+        *backend.priorities.lock().unwrap(),
+        [Normal, Normal, Background, Background]
+    );
+    // Keeping up: a full batch goes in the background.
+    for i in 10..13 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| backend.batches.lock().unwrap().len() == 5).await;
+    assert_eq!(backend.priorities.lock().unwrap()[4], Background);
+    // What shutdown writes goes at normal priority.
+    sink.record(record(13)).unwrap();
+    writer.shutdown().await.unwrap();
+    assert_eq!(backend.written_ids().len(), 14);
+    assert_eq!(backend.priorities.lock().unwrap()[5..], [Normal]);
 }
 
 #[tokio::test(start_paused = true)]

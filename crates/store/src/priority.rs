@@ -1,0 +1,162 @@
+//! [`WriterPriority`]: how the usage writer's database work competes with request handling for
+//! the CPU.
+//!
+//! An embedded SQLite database does its work on the gateway's own CPUs, in the connection's
+//! worker thread. A flush of 1,000 usage records is a few milliseconds of CPU in runs of up to
+//! 2 ms, and a worker thread woken by the flush preempts the thread serving requests: on one CPU,
+//! every request in flight waits. So the SQLite backend keeps a second connection for usage
+//! whose thread has Linux's `SCHED_IDLE` policy: it runs only when no ordinary thread wants the
+//! CPU, and a waking request handler preempts it at once.
+//!
+//! A CPU that is never idle would starve that thread, and an unprivileged thread cannot leave
+//! `SCHED_IDLE` again. So the writer asks for [`WriterPriority::Normal`] while records pile up,
+//! and those batches go through an ordinary connection instead.
+
+/// How the usage writer's next batch should compete for the CPU (a hint; backends whose work runs
+/// elsewhere, like PostgreSQL's server, ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriterPriority {
+    /// Only when nothing else wants the CPU: the writer is keeping up.
+    #[default]
+    Background,
+    /// Like any other thread: records are piling up and must not wait for an idle CPU.
+    Normal,
+}
+
+/// The connections the usage writer's work goes through: a background pool when the backend has
+/// one and [`WriterPriority::Background`] is asked for, the ordinary pool otherwise.
+#[derive(Debug)]
+pub(crate) struct UsageLane<DB: sqlx::Database> {
+    /// One connection whose worker thread has the idle policy.
+    background: Option<sqlx::Pool<DB>>,
+    /// Whether the next batch goes to `background`.
+    in_background: std::sync::atomic::AtomicBool,
+}
+
+impl<DB: sqlx::Database> UsageLane<DB> {
+    /// No background pool: everything goes through the ordinary one.
+    pub(crate) fn ordinary() -> Self {
+        Self {
+            background: None,
+            in_background: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Usage work goes to `background` until [`WriterPriority::Normal`] is asked for.
+    pub(crate) fn with_background(background: sqlx::Pool<DB>) -> Self {
+        Self {
+            background: Some(background),
+            in_background: std::sync::atomic::AtomicBool::new(true),
+        }
+    }
+
+    /// The pool for the next piece of usage work.
+    pub(crate) fn pool<'a>(&'a self, ordinary: &'a sqlx::Pool<DB>) -> &'a sqlx::Pool<DB> {
+        match &self.background {
+            Some(background) if self.in_background.load(std::sync::atomic::Ordering::Relaxed) => background,
+            _ => ordinary,
+        }
+    }
+
+    pub(crate) fn set(&self, priority: WriterPriority) {
+        self.in_background.store(
+            priority == WriterPriority::Background,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    pub(crate) async fn close(&self) {
+        if let Some(background) = &self.background {
+            background.close().await;
+        }
+    }
+}
+
+/// The worker thread of one SQLite connection, found by the name given to it at spawn.
+#[derive(Debug, Default)]
+pub(crate) struct NamedThread {
+    /// The sqlx connection id in the thread's name, 0 before the thread exists.
+    connection_id: std::sync::atomic::AtomicU64,
+}
+
+impl NamedThread {
+    /// The name of the worker thread of connection `id` (at most 15 bytes, the kernel's limit,
+    /// for ids below a million), remembering the id.
+    pub(crate) fn name(&self, id: u64) -> String {
+        self.connection_id.store(id, std::sync::atomic::Ordering::Relaxed);
+        format!("ig-usage-{id}")
+    }
+
+    /// Puts the thread under `SCHED_IDLE`. Returns whether it was found and changed.
+    pub(crate) fn make_background(&self) -> bool {
+        let id = self.connection_id.load(std::sync::atomic::Ordering::Relaxed);
+        if id == 0 {
+            return false;
+        }
+        let Some(tid) = os::thread_named(&format!("ig-usage-{id}")) else {
+            return false;
+        };
+        match os::set_idle_policy(tid) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(%error, "could not give the usage writer's thread the idle policy");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[allow(
+    unsafe_code,
+    reason = "one syscall without a safe wrapper in rustix; see `set_idle_policy`"
+)]
+pub(crate) mod os {
+    use std::io;
+
+    /// The id of this process's thread named `name`, read from `/proc/self/task/*/comm`.
+    pub(crate) fn thread_named(name: &str) -> Option<i32> {
+        std::fs::read_dir("/proc/self/task")
+            .ok()?
+            .flatten()
+            .find(|task| {
+                std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim_end() == name)
+            })
+            .and_then(|task| task.file_name().to_str()?.parse().ok())
+    }
+
+    /// `sched_setscheduler(tid, SCHED_IDLE)`. Allowed without privileges: it only lowers.
+    pub(crate) fn set_idle_policy(tid: i32) -> io::Result<()> {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid `sched_param` that outlives the call, and the kernel only
+        // reads it. A wrong `tid` makes the call fail (ESRCH) or changes another of our threads'
+        // policy; neither touches memory.
+        if unsafe { libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// The scheduling policy of thread `tid` (field 41 of `/proc/self/task/<tid>/stat`).
+    #[cfg(test)]
+    pub(crate) fn policy_of(tid: i32) -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+        // The command name (field 2) is in parentheses and may hold spaces: count after it.
+        let after_name = stat.rsplit_once(')')?.1;
+        after_name.split_whitespace().nth(38)?.parse().ok()
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) mod os {
+    use std::io;
+
+    pub(crate) fn thread_named(_name: &str) -> Option<i32> {
+        None
+    }
+
+    pub(crate) fn set_idle_policy(_tid: i32) -> io::Result<()> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
