@@ -18,7 +18,9 @@ use crate::store::Store;
 /// Entries are keyed by public id and hold the SHA-256 of the whole presented key, so a wrong
 /// secret never matches a cached entry (it goes to the store, which rejects it). Failures are not
 /// cached. An entry is used for at most `ttl` after it was fetched: that bounds how long a key
-/// disabled on another replica keeps working here. On this replica, disabling through
+/// disabled on another replica keeps working here. Past half its `ttl`, the first request for a
+/// key asks the store again while the others go on using the entry, so a busy key is refreshed by
+/// one query rather than by every request in flight at the moment it expires. On this replica, disabling through
 /// [`KeyCache::disable_key`] / [`KeyCache::delete_key`], or calling [`KeyCache::invalidate`],
 /// takes effect at once.
 ///
@@ -47,6 +49,18 @@ struct CachedKey {
     presented_sha256: [u8; 32],
     context: AuthContext,
     fetched: Instant,
+    /// A request is asking the store for a newer copy.
+    refreshing: bool,
+}
+
+/// What the cache holds for a presented key.
+enum Lookup {
+    /// A fresh entry: the answer.
+    Hit(AuthContext),
+    /// A fresh entry past half its TTL, and this caller is to refresh it.
+    Refresh(AuthContext),
+    /// Nothing usable.
+    Miss,
 }
 
 impl KeyCache {
@@ -98,12 +112,15 @@ impl KeyCache {
             return Ok(None);
         };
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        if let Some(hit) = self.lookup(parsed.public_id, &digest, self.ttl) {
-            return Ok(Some(hit));
-        }
+        let cached = match self.lookup_fresh(parsed.public_id, &digest) {
+            Lookup::Hit(context) => return Ok(Some(context)),
+            Lookup::Refresh(context) => Some(context),
+            Lookup::Miss => None,
+        };
         if self.in_failure_hold() {
-            return self
-                .stale(parsed.public_id, &digest)
+            self.end_refresh(parsed.public_id);
+            return cached
+                .or_else(|| self.stale(parsed.public_id, &digest))
                 .map(Some)
                 .ok_or_else(|| StoreError::Unavailable("the database failed moments ago".to_owned()));
         }
@@ -111,6 +128,9 @@ impl KeyCache {
         match self.store.authenticate(presented).await {
             Ok(result) => {
                 self.set_failed(false);
+                // `insert` below replaces the entry; if an invalidation makes it skip that, the
+                // next request past half the TTL refreshes again.
+                self.end_refresh(parsed.public_id);
                 match &result {
                     Some(context) => self.insert(parsed.public_id, digest, context.clone(), generation),
                     // The very key presented is no longer valid: never serve it stale.
@@ -128,12 +148,16 @@ impl KeyCache {
             }
             Err(err) if err.is_unavailable() => {
                 self.set_failed(true);
-                match self.stale(parsed.public_id, &digest) {
+                self.end_refresh(parsed.public_id);
+                match cached.or_else(|| self.stale(parsed.public_id, &digest)) {
                     Some(context) => Ok(Some(context)),
                     None => Err(err),
                 }
             }
-            Err(err) => Err(err),
+            Err(err) => {
+                self.end_refresh(parsed.public_id);
+                Err(err)
+            }
         }
     }
 
@@ -202,6 +226,31 @@ impl KeyCache {
         Ok(record)
     }
 
+    /// The fresh entry for `public_id` if it matches the presented key; past half the TTL, the
+    /// first caller is told to refresh it.
+    fn lookup_fresh(&self, public_id: &str, digest: &[u8; 32]) -> Lookup {
+        let mut entries = self.lock();
+        let Some(entry) = entries.get_mut(public_id) else {
+            return Lookup::Miss;
+        };
+        let age = entry.fetched.elapsed();
+        if age >= self.ttl || !bool::from(entry.presented_sha256.ct_eq(digest)) {
+            return Lookup::Miss;
+        }
+        if age < self.ttl / 2 || entry.refreshing {
+            return Lookup::Hit(entry.context.clone());
+        }
+        entry.refreshing = true;
+        Lookup::Refresh(entry.context.clone())
+    }
+
+    /// Lets another request refresh the entry (this one's refresh failed).
+    fn end_refresh(&self, public_id: &str) {
+        if let Some(entry) = self.lock().get_mut(public_id) {
+            entry.refreshing = false;
+        }
+    }
+
     /// The entry for `public_id` if it matches the presented key and is younger than `max_age`.
     fn lookup(&self, public_id: &str, digest: &[u8; 32], max_age: Duration) -> Option<AuthContext> {
         let entries = self.lock();
@@ -230,6 +279,7 @@ impl KeyCache {
                 presented_sha256: digest,
                 context,
                 fetched: Instant::now(),
+                refreshing: false,
             },
         );
     }

@@ -18,6 +18,7 @@ crate::on_every_backend!(
     key_for_missing_user_or_group_is_refused,
     key_updates_and_touches,
     key_cache_follows_disable_and_delete,
+    key_cache_refreshes_through_one_request,
 );
 
 async fn user_and_key(store: &dyn Store, user: &str, limits: KeyLimits) -> (UserId, NewKey) {
@@ -308,4 +309,36 @@ async fn key_cache_follows_disable_and_delete(db: Arc<TestDb>) {
     assert!(fresh.authenticate(third.key.expose()).await.unwrap().is_some());
     store.disable_key(third.record.id).await.unwrap();
     assert_eq!(fresh.authenticate(third.key.expose()).await.unwrap(), None);
+}
+
+async fn key_cache_refreshes_through_one_request(db: Arc<TestDb>) {
+    let store = Arc::clone(&db.store);
+    let (_, created) = user_and_key(store.as_ref(), "dave", KeyLimits::default()).await;
+    let text = created.key.expose();
+    let ttl = Duration::from_secs(2);
+    let cache = KeyCache::new(Arc::clone(&store), ttl);
+    assert!(cache.authenticate(text).await.unwrap().is_some());
+
+    // Disabled behind the cache's back: before half the TTL, the cached entry answers.
+    store.disable_key(created.record.id).await.unwrap();
+    assert!(cache.authenticate(text).await.unwrap().is_some());
+
+    // Past half the TTL the first request asks the store (and will learn of the disabling);
+    // while it waits, other requests keep the cached answer instead of asking too.
+    tokio::time::sleep(ttl / 2 + Duration::from_millis(100)).await;
+    let refresher = cache.authenticate(text);
+    tokio::pin!(refresher);
+    tokio::select! {
+        biased;
+        _ = &mut refresher => panic!("the store answered within one poll"),
+        () = std::future::ready(()) => {}
+    }
+    assert!(
+        cache.authenticate(text).await.unwrap().is_some(),
+        "served from the cache"
+    );
+    assert_eq!(refresher.await.unwrap(), None, "the refresh saw the disabled key");
+    // The refresh dropped the entry: everyone now gets the store's answer.
+    assert_eq!(cache.authenticate(text).await.unwrap(), None);
+    assert!(cache.is_empty());
 }
