@@ -12,6 +12,8 @@
 //! `SCHED_IDLE` again. So the writer asks for [`WriterPriority::Normal`] while records pile up,
 //! and those batches go through an ordinary connection instead.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 /// How the usage writer's next batch should compete for the CPU (a hint; backends whose work runs
 /// elsewhere, like PostgreSQL's server, ignore it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,7 +32,7 @@ pub(crate) struct UsageLane<DB: sqlx::Database> {
     /// One connection whose worker thread has the idle policy.
     background: Option<sqlx::Pool<DB>>,
     /// Whether the next batch goes to `background`.
-    in_background: std::sync::atomic::AtomicBool,
+    in_background: AtomicBool,
 }
 
 impl<DB: sqlx::Database> UsageLane<DB> {
@@ -38,7 +40,7 @@ impl<DB: sqlx::Database> UsageLane<DB> {
     pub(crate) fn ordinary() -> Self {
         Self {
             background: None,
-            in_background: std::sync::atomic::AtomicBool::new(false),
+            in_background: AtomicBool::new(false),
         }
     }
 
@@ -46,23 +48,21 @@ impl<DB: sqlx::Database> UsageLane<DB> {
     pub(crate) fn with_background(background: sqlx::Pool<DB>) -> Self {
         Self {
             background: Some(background),
-            in_background: std::sync::atomic::AtomicBool::new(true),
+            in_background: AtomicBool::new(true),
         }
     }
 
     /// The pool for the next piece of usage work.
     pub(crate) fn pool<'a>(&'a self, ordinary: &'a sqlx::Pool<DB>) -> &'a sqlx::Pool<DB> {
         match &self.background {
-            Some(background) if self.in_background.load(std::sync::atomic::Ordering::Relaxed) => background,
+            Some(background) if self.in_background.load(Ordering::Relaxed) => background,
             _ => ordinary,
         }
     }
 
     pub(crate) fn set(&self, priority: WriterPriority) {
-        self.in_background.store(
-            priority == WriterPriority::Background,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        self.in_background
+            .store(priority == WriterPriority::Background, Ordering::Relaxed);
     }
 
     pub(crate) async fn close(&self) {
@@ -76,24 +76,30 @@ impl<DB: sqlx::Database> UsageLane<DB> {
 #[derive(Debug, Default)]
 pub(crate) struct NamedThread {
     /// The sqlx connection id in the thread's name, 0 before the thread exists.
-    connection_id: std::sync::atomic::AtomicU64,
+    connection_id: AtomicU64,
 }
 
 impl NamedThread {
-    /// The name of the worker thread of connection `id` (at most 15 bytes, the kernel's limit,
-    /// for ids below a million), remembering the id.
+    /// The name of the worker thread of connection `id`, remembering the id.
     pub(crate) fn name(&self, id: u64) -> String {
-        self.connection_id.store(id, std::sync::atomic::Ordering::Relaxed);
+        self.connection_id.store(id, Ordering::Relaxed);
+        Self::name_of(id)
+    }
+
+    fn name_of(id: u64) -> String {
         format!("ig-usage-{id}")
     }
 
     /// Puts the thread under `SCHED_IDLE`. Returns whether it was found and changed.
     pub(crate) fn make_background(&self) -> bool {
-        let id = self.connection_id.load(std::sync::atomic::Ordering::Relaxed);
+        let id = self.connection_id.load(Ordering::Relaxed);
         if id == 0 {
             return false;
         }
-        let Some(tid) = os::thread_named(&format!("ig-usage-{id}")) else {
+        let mut name = Self::name_of(id);
+        // The kernel keeps the first 15 bytes of a thread's name.
+        name.truncate(15);
+        let Some(tid) = os::thread_named(&name) else {
             return false;
         };
         match os::set_idle_policy(tid) {
