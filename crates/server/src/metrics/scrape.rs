@@ -104,31 +104,21 @@ impl ScrapeGauges {
     pub(super) fn register(registry: &mut Registry) -> Self {
         let account_class = CLASS_GAUGES
             .iter()
-            .map(|&(name, help, get)| {
-                let family = Family::default();
-                registry.register(name, help, family.clone());
-                (family, get)
-            })
+            .map(|&(name, help, get)| (registered(registry, name, help), get))
             .collect();
-        let account_cooldown = Family::default();
-        registry.register(
+        let account_cooldown = registered(
+            registry,
             "account_cooldown_seconds",
             "Seconds left in an account's cooldown (scope all: every request; images: image requests)",
-            account_cooldown.clone(),
         );
-        let account_usable = Family::default();
-        registry.register(
+        let account_usable = registered(
+            registry,
             "account_usable",
             "1 when an account is active with status ok, else 0",
-            account_usable.clone(),
         );
         let usage = USAGE_GAUGES
             .iter()
-            .map(|&(name, help, get)| {
-                let gauge = Gauge::default();
-                registry.register(name, help, gauge.clone());
-                (gauge, get)
-            })
+            .map(|&(name, help, get)| (registered(registry, name, help), get))
             .collect();
         Self {
             account_class,
@@ -179,6 +169,16 @@ impl ScrapeGauges {
                 .set(i64::from(usable));
         }
     }
+}
+
+/// A new metric of type `M`, registered under `name`; the returned handle shares its value.
+fn registered<M>(registry: &mut Registry, name: &str, help: &str) -> M
+where
+    M: prometheus_client::registry::Metric + Default + Clone,
+{
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 fn scope_label(scope: LimitScope) -> &'static str {
