@@ -143,7 +143,8 @@ impl Inner {
                     .map(|load| load.in_flight)
                     .unwrap_or_default()
             });
-            self.slot_cache.remove(&key);
+            // A stale entry at `key` belongs to a freed list (two live lists cannot share an
+            // address), so this drops it too, and with it its memberships below.
             self.slot_cache.retain(|_, cached| cached.list.strong_count() > 0);
             let live = &self.slot_cache;
             for lists in &mut self.memberships {
