@@ -20,9 +20,9 @@ use crate::store::Store;
 /// cached. An entry is used for at most `ttl` after it was fetched: that bounds how long a key
 /// disabled on another replica keeps working here. Past half its `ttl`, the first request for a
 /// key asks the store again while the others go on using the entry, so a busy key is refreshed by
-/// one query rather than by every request in flight at the moment it expires. On this replica, disabling through
-/// [`KeyCache::disable_key`] / [`KeyCache::delete_key`], or calling [`KeyCache::invalidate`],
-/// takes effect at once.
+/// one query rather than by every request in flight at the moment it expires. On this replica,
+/// disabling through [`KeyCache::disable_key`] / [`KeyCache::delete_key`], or calling
+/// [`KeyCache::invalidate`], takes effect at once.
 ///
 /// **Database outages.** When the store cannot be reached ([`StoreError::is_unavailable`]), a key
 /// seen within `stale_if_error` (default 15 min) keeps authenticating from its cached entry, and
@@ -244,7 +244,7 @@ impl KeyCache {
         Lookup::Refresh(entry.context.clone())
     }
 
-    /// Lets another request refresh the entry (this one's refresh failed).
+    /// Lets a later request refresh the entry again (this one's refresh has ended).
     fn end_refresh(&self, public_id: &str) {
         if let Some(entry) = self.lock().get_mut(public_id) {
             entry.refreshing = false;
