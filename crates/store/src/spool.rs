@@ -68,7 +68,8 @@ impl LockedFile {
     }
 }
 
-/// The spool of one process. See the [module documentation](self).
+/// The spool of one process: batches the database could not take, one JSON line per record and
+/// fsynced per batch, replayed once it answers (see [`UsageWriter::spawn_spooled`](crate::UsageWriter::spawn_spooled)).
 #[derive(Debug)]
 pub struct UsageSpool {
     own: LockedFile,
