@@ -99,7 +99,7 @@ impl NamedThread {
         let mut name = Self::name_of(id);
         // The kernel keeps the first 15 bytes of a thread's name.
         name.truncate(15);
-        let Some(tid) = os::thread_named(&name) else {
+        let Some(tid) = os::thread_where(|comm| comm == name) else {
             return false;
         };
         match os::set_idle_policy(tid) {
@@ -120,13 +120,14 @@ impl NamedThread {
 pub(crate) mod os {
     use std::io;
 
-    /// The id of this process's thread named `name`, read from `/proc/self/task/*/comm`.
-    pub(crate) fn thread_named(name: &str) -> Option<i32> {
+    /// The id of this process's first thread whose name satisfies `matches`, read from
+    /// `/proc/self/task/*/comm`.
+    pub(crate) fn thread_where(matches: impl Fn(&str) -> bool) -> Option<i32> {
         std::fs::read_dir("/proc/self/task")
             .ok()?
             .flatten()
             .find(|task| {
-                std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim_end() == name)
+                std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| matches(comm.trim_end()))
             })
             .and_then(|task| task.file_name().to_str()?.parse().ok())
     }
@@ -158,7 +159,7 @@ pub(crate) mod os {
 pub(crate) mod os {
     use std::io;
 
-    pub(crate) fn thread_named(_name: &str) -> Option<i32> {
+    pub(crate) fn thread_where(_matches: impl Fn(&str) -> bool) -> Option<i32> {
         None
     }
 

@@ -74,36 +74,37 @@ impl SqliteStore {
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true)
             .pragma("temp_store", "memory");
-        if in_memory {
-            // Every connection to `:memory:` is a separate database: keep exactly one, forever.
+        let (pool, usage_options) = if in_memory {
+            // Every connection to `:memory:` is a separate database: keep exactly one, forever,
+            // and let usage share it.
+            (single_connection().connect_with(options).await?, None)
+        } else {
+            let options = options
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
             let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .min_connections(1)
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .connect_with(options)
+                .max_connections(MAX_CONNECTIONS)
+                .connect_with(options.clone())
                 .await?;
-            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-            return Ok(Self {
-                pool,
-                usage: UsageLane::ordinary(),
-                crypto,
-            });
-        }
-        let options = options
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .connect_with(options.clone())
-            .await?;
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        let usage = match background_pool(options).await {
-            Some(background) => UsageLane::with_background(background),
-            None => UsageLane::ordinary(),
+            (pool, Some(options))
         };
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        let background = match usage_options {
+            Some(options) => background_pool(options).await,
+            None => None,
+        };
+        let usage = background.map_or_else(UsageLane::ordinary, UsageLane::with_background);
         Ok(Self { pool, usage, crypto })
     }
+}
+
+/// A pool of exactly one connection that is never closed for idleness or age.
+fn single_connection() -> SqlitePoolOptions {
+    SqlitePoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
 }
 
 /// One connection, kept for the life of the store, whose worker thread gets the idle policy;
@@ -111,11 +112,7 @@ impl SqliteStore {
 async fn background_pool(options: SqliteConnectOptions) -> Option<sqlx::SqlitePool> {
     let thread = Arc::new(NamedThread::default());
     let namer = Arc::clone(&thread);
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .min_connections(1)
-        .idle_timeout(None)
-        .max_lifetime(None)
+    let pool = single_connection()
         .connect_with(options.thread_name(move |id| namer.name(id)))
         .await
         .inspect_err(|error| tracing::warn!(%error, "no background connection for usage records"))
@@ -177,17 +174,7 @@ mod tests {
         // The background connection's thread has the idle policy; the ordinary pool's do not.
         let ordinary = store.pool.acquire().await.unwrap();
         drop(ordinary);
-        let thread_named = |prefix: &str| {
-            std::fs::read_dir("/proc/self/task")
-                .unwrap()
-                .flatten()
-                .find(|task| {
-                    std::fs::read_to_string(task.path().join("comm"))
-                        .is_ok_and(|comm| comm.starts_with(prefix))
-                })
-                .and_then(|task| task.file_name().to_str()?.parse::<i32>().ok())
-                .unwrap()
-        };
+        let thread_named = |prefix: &str| os::thread_where(|comm| comm.starts_with(prefix)).unwrap();
         assert_eq!(os::policy_of(thread_named("ig-usage-")), Some(SCHED_IDLE));
         assert_eq!(os::policy_of(thread_named("sqlx-sqlite")), Some(SCHED_OTHER));
 
