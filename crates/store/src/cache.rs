@@ -291,3 +291,71 @@ impl KeyCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{KeyLimits, NewApiKey, NewUser};
+    use crate::{MasterKey, connect};
+
+    #[tokio::test]
+    async fn only_one_request_refreshes_an_entry_past_half_its_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+        let store = connect(&url, &MasterKey::from_bytes([7; 32])).await.unwrap();
+        let user = store
+            .create_user(NewUser {
+                name: "erin".into(),
+                ..NewUser::default()
+            })
+            .await
+            .unwrap();
+        let group = store.default_group().await.unwrap();
+        let created = store
+            .create_key(NewApiKey {
+                user_id: user.id,
+                group_id: group.id,
+                name: "k".into(),
+                limits: KeyLimits::default(),
+                fallback_ladder: false,
+            })
+            .await
+            .unwrap();
+        let text = created.key.expose();
+        let public_id = created.record.public_id.clone();
+        let ttl = Duration::from_secs(60);
+        let cache = KeyCache::new(store, ttl);
+        assert!(cache.authenticate(text).await.unwrap().is_some());
+        let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        assert!(matches!(cache.lookup_fresh(&public_id, &digest), Lookup::Hit(_)));
+
+        // Age the entry past half its TTL: the first caller refreshes, the next ones are answered
+        // from the entry while that refresh runs.
+        let aged = Instant::now()
+            .checked_sub(ttl / 2 + Duration::from_secs(1))
+            .unwrap();
+        cache.lock().get_mut(public_id.as_str()).unwrap().fetched = aged;
+        assert!(matches!(
+            cache.lookup_fresh(&public_id, &digest),
+            Lookup::Refresh(_)
+        ));
+        assert!(matches!(cache.lookup_fresh(&public_id, &digest), Lookup::Hit(_)));
+        assert!(matches!(cache.lookup_fresh(&public_id, &digest), Lookup::Hit(_)));
+        // A refresh that ended without replacing the entry lets the next caller try again.
+        cache.end_refresh(&public_id);
+        assert!(matches!(
+            cache.lookup_fresh(&public_id, &digest),
+            Lookup::Refresh(_)
+        ));
+        // A finished refresh replaces the entry: fresh again, nobody refreshing.
+        cache.end_refresh(&public_id);
+        assert!(cache.authenticate(text).await.unwrap().is_some());
+        let entry_is_new = {
+            let entries = cache.lock();
+            let entry = entries.get(public_id.as_str()).unwrap();
+            entry.fetched > aged && !entry.refreshing
+        };
+        assert!(entry_is_new);
+        assert!(matches!(cache.lookup_fresh(&public_id, &digest), Lookup::Hit(_)));
+    }
+}
