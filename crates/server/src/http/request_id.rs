@@ -35,8 +35,9 @@ pub fn new_id() -> String {
         .map_or(0, |elapsed| elapsed.as_millis());
     // 48 bits of milliseconds last until the year 10889.
     let time = u64::try_from(millis & 0xffff_ffff_ffff).unwrap_or_default();
-    let random = uuid::Uuid::new_v4().simple().to_string();
-    format!("req_{time:012x}{}", random.get(..12).unwrap_or_default())
+    // The thread's own generator: no system call per request, unlike a fresh v4 UUID.
+    let random = rand::random::<u64>() & 0xffff_ffff_ffff;
+    format!("req_{time:012x}{random:012x}")
 }
 
 #[cfg(test)]
