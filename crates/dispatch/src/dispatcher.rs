@@ -1,13 +1,8 @@
 //! The dispatcher: account configuration plus shared state, handing out leases and waiting
 //! (bounded) when every eligible account is busy.
 
-use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-
-use arc_swap::ArcSwap;
-use tokio::sync::Notify;
 
 use crate::account::{AccountId, AccountSpec, GroupId, SizeClass};
 use crate::account_set::AccountSet;
@@ -17,6 +12,8 @@ use crate::lease::{Lease, LeaseContext};
 use crate::outcome::Outcome;
 use crate::snapshot::{AccountSnapshot, PoolSnapshot};
 use crate::state::{Acquire, AcquireRequest, PoolState};
+use crate::wait_lines::WaitLines;
+use arc_swap::ArcSwap;
 
 /// Tunables of the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +51,7 @@ impl Default for DispatchConfig {
 }
 
 /// What one request needs from the pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DispatchRequest {
     /// The group of the caller's key.
     pub group: GroupId,
@@ -94,8 +91,7 @@ impl Dispatcher {
         let context = LeaseContext {
             state,
             clock,
-            released: Notify::new(),
-            waiting: AtomicUsize::new(0),
+            waiters: WaitLines::default(),
             ttl: config.lease_ttl,
             renew_interval: config.renew_interval.filter(|every| !every.is_zero()),
         };
@@ -109,7 +105,7 @@ impl Dispatcher {
     /// Replaces the account configuration (leases already held stay valid).
     pub fn replace_accounts(&self, specs: impl IntoIterator<Item = AccountSpec>) {
         self.accounts.store(Arc::new(AccountSet::new(specs)));
-        self.context.released.notify_waiters();
+        self.context.waiters.wake_heads();
     }
 
     /// The tunables this dispatcher was built with (e.g. `lease_ttl`, to schedule renewals).
@@ -127,7 +123,7 @@ impl Dispatcher {
     /// Requests currently waiting for a slot.
     #[must_use]
     pub fn waiting(&self) -> usize {
-        self.context.waiting.load(Ordering::SeqCst)
+        self.context.waiters.waiting()
     }
 
     /// Takes a slot on the best eligible account without waiting.
@@ -143,34 +139,47 @@ impl Dispatcher {
 
     /// Takes a slot on the best eligible account, waiting up to `max_wait` for one to free.
     ///
+    /// Waiting requests are served in the order they came, among requests for the same slots (see
+    /// the `wait_lines` module): a request does not overtake an earlier one still waiting.
+    ///
     /// # Errors
     /// [`PoolError::NoAccounts`] (nothing usable), [`PoolError::AllCoolingDown`] (at once, with the
     /// earliest reset), [`PoolError::AllBusy`] (the wait expired), [`PoolError::WaitQueueFull`]
     /// (too many waiters), [`PoolError::State`] (backend failure).
     pub async fn acquire(&self, request: &DispatchRequest) -> Result<Lease, PoolError> {
         let deadline = tokio::time::Instant::now() + self.config.max_wait;
-        let mut waiter: Option<WaiterSlot<'_>> = None;
+        let waiters = &self.context.waiters;
+        if waiters.may_go_first(request)
+            && let Some(lease) = self.attempt(request).await?
+        {
+            return Ok(lease);
+        }
+        let busy = || PoolError::AllBusy {
+            retry_after: self.config.busy_retry_after,
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(busy());
+        }
+        let place = waiters
+            .join(request, self.config.max_waiters)
+            .ok_or(PoolError::WaitQueueFull {
+                retry_after: self.config.busy_retry_after,
+            })?;
         loop {
-            let mut released = pin!(self.context.released.notified());
-            released.as_mut().enable();
-            if let Some(lease) = self.attempt(request).await? {
+            // Only the head tries: the others want the same slots and would only find them taken.
+            // Joining counted this request first, so a slot freed since the try above wakes it.
+            if place.is_head()
+                && let Some(lease) = self.attempt(request).await?
+            {
                 return Ok(lease);
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(PoolError::AllBusy {
-                    retry_after: self.config.busy_retry_after,
-                });
-            }
-            if waiter.is_none() {
-                // Count this request as waiting, then try once more: a lease dropped before the
-                // count was visible skipped the wake-up, but its slot is free for that attempt.
-                waiter = Some(self.join_waiters()?);
-                continue;
+                return Err(busy());
             }
             let wake_at = deadline.min(now + self.config.poll_interval);
             tokio::select! {
-                () = released => {}
+                () = place.turn() => {}
                 () = tokio::time::sleep_until(wake_at) => {}
             }
         }
@@ -211,20 +220,6 @@ impl Dispatcher {
         }
     }
 
-    fn join_waiters(&self) -> Result<WaiterSlot<'_>, PoolError> {
-        let max = self.config.max_waiters;
-        let joined = self
-            .context
-            .waiting
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
-        match joined {
-            Ok(_) => Ok(WaiterSlot(&self.context.waiting)),
-            Err(_) => Err(PoolError::WaitQueueFull {
-                retry_after: self.config.busy_retry_after,
-            }),
-        }
-    }
-
     /// Records what a call to `account` did (cooldowns, streaks, status, counters).
     ///
     /// # Errors
@@ -241,7 +236,7 @@ impl Dispatcher {
     /// [`PoolError::State`] when the backend fails.
     pub async fn clear_health(&self, account: &AccountId) -> Result<(), PoolError> {
         self.context.state.clear_health(account).await?;
-        self.context.released.notify_waiters();
+        self.context.waiters.wake_heads();
         Ok(())
     }
 
@@ -259,15 +254,6 @@ impl Dispatcher {
             .map(|spec| AccountSnapshot::new(spec, runtime.get(&spec.id), now))
             .collect();
         Ok(PoolSnapshot { at: now, accounts })
-    }
-}
-
-/// Counts one waiting request while it lives.
-struct WaiterSlot<'a>(&'a AtomicUsize);
-
-impl Drop for WaiterSlot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -434,3 +434,100 @@ async fn a_reloaded_pool_counts_the_leases_still_held() {
     drop(next);
     assert_eq!(pool.acquire(&large()).await.unwrap().account().as_str(), "a");
 }
+
+/// Spawns `acquire(request)` and returns once the request waits in its line.
+async fn spawn_waiter(
+    pool: &Arc<Dispatcher>,
+    request: DispatchRequest,
+    served: &Arc<std::sync::Mutex<Vec<&'static str>>>,
+    name: &'static str,
+) -> tokio::task::JoinHandle<Result<(), PoolError>> {
+    let before = pool.waiting();
+    let task = tokio::spawn({
+        let (pool, served) = (Arc::clone(pool), Arc::clone(served));
+        async move {
+            let lease = pool.acquire(&request).await?;
+            served.lock().unwrap().push(name);
+            // Hold the slot across a yield, so the next waiter must wait for this release.
+            tokio::task::yield_now().await;
+            drop(lease);
+            Ok(())
+        }
+    });
+    while pool.waiting() == before {
+        tokio::task::yield_now().await;
+    }
+    task
+}
+
+fn patient() -> DispatchConfig {
+    DispatchConfig {
+        max_wait: Duration::from_secs(7200),
+        poll_interval: Duration::from_secs(3600),
+        ..DispatchConfig::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiters_are_served_in_arrival_order_and_a_newcomer_does_not_overtake_them() {
+    let (pool, _clock) = setup(patient(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let held = pool.acquire(&large()).await.unwrap();
+    let mut tasks = Vec::new();
+    for name in ["first", "second", "third"] {
+        tasks.push(spawn_waiter(&pool, large(), &served, name).await);
+    }
+    let started = tokio::time::Instant::now();
+    // The slot is free while the woken waiters have not run yet: a request arriving now must
+    // queue behind them instead of taking it.
+    drop(held);
+    let lease = pool.acquire(&large()).await.unwrap();
+    served.lock().unwrap().push("newcomer");
+    drop(lease);
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(*served.lock().unwrap(), ["first", "second", "third", "newcomer"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(3600),
+        "a waiter was served by polling, not by its turn"
+    );
+    assert_eq!(pool.waiting(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_line_does_not_hold_up_requests_for_other_slots() {
+    let (pool, _clock) = setup(patient(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let held = pool.acquire(&large()).await.unwrap();
+    let waiting = spawn_waiter(&pool, large(), &served, "large").await;
+    // A standard-size request uses the account's standard slots: it is served at once.
+    let standard = DispatchRequest::image(&group(), SizeClass::Standard);
+    let started = tokio::time::Instant::now();
+    let lease = pool.acquire(&standard).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(pool.waiting(), 1);
+    drop(lease);
+    drop(held);
+    waiting.await.unwrap().unwrap();
+    assert_eq!(*served.lock().unwrap(), ["large"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_that_gives_up_hands_its_turn_to_the_next() {
+    let (pool, _clock) = setup(patient(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let held = pool.acquire(&large()).await.unwrap();
+    let first = spawn_waiter(&pool, large(), &served, "first").await;
+    let second = spawn_waiter(&pool, large(), &served, "second").await;
+    // The release wakes the head of the line; the head is gone by the time it would run, so its
+    // turn must pass to the second waiter instead of being lost until the next poll.
+    let started = tokio::time::Instant::now();
+    drop(held);
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    second.await.unwrap().unwrap();
+    assert_eq!(*served.lock().unwrap(), ["second"]);
+    assert!(started.elapsed() < Duration::from_secs(3600), "served by polling");
+    assert_eq!(pool.waiting(), 0);
+}

@@ -2,24 +2,23 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use crate::account::{AccountId, SizeClass};
 use crate::clock::{Clock, UnixMillis};
 use crate::error::PoolError;
 use crate::state::{LeaseGrant, LeaseId, PoolState};
+use crate::wait_lines::WaitLines;
 
 /// What every lease of a dispatcher shares.
 pub(crate) struct LeaseContext {
     pub(crate) state: Arc<dyn PoolState>,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) released: Notify,
-    /// Requests waiting for a slot: a release only pays for a wake-up when this is not zero.
-    pub(crate) waiting: AtomicUsize,
+    /// Requests waiting for a slot, woken when one frees.
+    pub(crate) waiters: WaitLines,
     pub(crate) ttl: Duration,
     /// How often each lease renews itself in the background (`None`: never).
     pub(crate) renew_interval: Option<Duration>,
@@ -145,8 +144,6 @@ impl Drop for Lease {
         self.context.state.release_detached(self.grant.id);
         // A waiter counts itself before its last attempt, so if it is not counted yet here, that
         // attempt comes after this release and sees the freed slot.
-        if self.context.waiting.load(Ordering::SeqCst) > 0 {
-            self.context.released.notify_waiters();
-        }
+        self.context.waiters.wake_heads();
     }
 }

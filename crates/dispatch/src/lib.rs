@@ -18,7 +18,8 @@
 //!   requests, an HTML 403 from a proxy costs nothing, repeated JSON 403s disable, a streak of
 //!   transient failures opens a short circuit breaker that a success closes.
 //! - **Waiting**: when every eligible account is busy, [`Dispatcher::acquire`] waits (bounded in
-//!   time and in number of waiters) and wakes when a lease is dropped.
+//!   time and in number of waiters) and wakes when a lease is dropped. Waiters for the same slots
+//!   are served first come, first served, and a new request does not overtake them.
 //! - **Per-key limits**: [`KeyGate`] enforces optional concurrency and requests-per-minute limits.
 //! - **Visibility**: [`Dispatcher::snapshot`] is serialisable.
 //!
@@ -103,6 +104,7 @@ mod room;
 pub mod select;
 mod snapshot;
 mod state;
+mod wait_lines;
 
 pub use account::{AccountId, AccountSpec, ClassLimits, GroupId, SizeClass, Tier};
 pub use account_set::AccountSet;
