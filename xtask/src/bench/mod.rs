@@ -13,6 +13,7 @@ mod litellm;
 mod loadgen;
 mod machine;
 mod micro;
+mod nginx;
 mod procs;
 mod report;
 mod scenarios;
@@ -120,6 +121,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         machine,
         commands: report::commands(&options),
         litellm_version: with_litellm.then(|| litellm::VERSION.to_owned()),
+        nginx_version: nginx::find().and_then(|nginx| nginx::version(&nginx)),
         runs,
         micro,
         targets: Vec::new(),
@@ -152,6 +154,8 @@ struct Bench<'a> {
     shape: (Duration, Duration),
     client: reqwest::Client,
     edit_body: Bytes,
+    /// The nginx binary for the reference relay rows, when installed.
+    nginx: Option<PathBuf>,
 }
 
 async fn load_runs(
@@ -200,6 +204,7 @@ async fn load_runs(
         shape: options.windows(),
         client,
         edit_body: scenarios::edit_body(scenarios::EDIT_IMAGE_BYTES),
+        nginx: nginx::find(),
     };
     let endpoints = Endpoints {
         tiny_sim,
@@ -209,6 +214,7 @@ async fn load_runs(
         tiny_key: bench.setup.tiny_key.clone(),
         images_key: bench.setup.images_key.clone(),
         litellm: None,
+        nginx: None,
     };
     let mut runs = Vec::new();
     let mut shared_litellm = None;
@@ -216,14 +222,20 @@ async fn load_runs(
         for target in [
             Target::Floor,
             Target::FloorAcross,
+            Target::Nginx,
             Target::Imagegate,
             Target::Litellm,
         ] {
             if target == Target::Litellm && bench.litellm_config.is_none() {
                 continue;
             }
-            let across_measured = matches!(scenario.group, Group::Small | Group::Image);
-            if target == Target::FloorAcross && (endpoints.across_sims.is_none() || !across_measured) {
+            // Small responses: what crossing CPUs costs. Image-sized ones: what a relay costs.
+            if target == Target::FloorAcross
+                && (endpoints.across_sims.is_none() || scenario.group != Group::Small)
+            {
+                continue;
+            }
+            if target == Target::Nginx && (bench.nginx.is_none() || scenario.group != Group::Image) {
                 continue;
             }
             eprintln!("bench: {} via {}", scenario.id, target.label());
@@ -294,6 +306,14 @@ impl Bench<'_> {
                 let log = self.work.join(format!("imagegate-{id}.log"));
                 let (proc, url) = procs::start_gateway(&self.bin, &self.setup, &log, self.server_cpu)?;
                 endpoints.gateway = url;
+                Ok(Some(proc))
+            }
+            Target::Nginx => {
+                let nginx = self.nginx.as_deref().ok_or("nginx not installed")?;
+                let port = litellm::free_port()?;
+                let upstream = endpoints.images_sim.clone();
+                let (proc, url) = nginx::start(nginx, self.work, &upstream, port, self.server_cpu).await?;
+                endpoints.nginx = Some(url);
                 Ok(Some(proc))
             }
             Target::Litellm => {

@@ -30,6 +30,8 @@ pub struct Report {
     pub commands: Vec<String>,
     /// LiteLLM release, when it took part.
     pub litellm_version: Option<String>,
+    /// nginx release of the reference relay rows, when installed.
+    pub nginx_version: Option<String>,
     /// Every load run.
     pub runs: Vec<Run>,
     /// Criterion medians.
@@ -150,6 +152,10 @@ pub fn commands(options: &Options) -> Vec<String> {
         "LITELLM_LOCAL_MODEL_COST_MAP=True taskset -c {} .venv-bench/bin/litellm --config litellm.yaml --num_workers 1   # fresh per scenario",
         procs::SERVER_CPU
     ));
+    list.push(format!(
+        "taskset -c {} nginx -p DIR -c nginx.conf   # image-sized scenarios, if installed (apt-get install nginx-light); one worker, proxy_buffering off",
+        procs::SERVER_CPU
+    ));
     list.extend(micro::commands(options.quick));
     list
 }
@@ -229,7 +235,7 @@ pub fn render(report: &Report) -> String {
         m.load_average,
         if m.pinned {
             format!(
-                "Pinned: gateway or LiteLLM on CPU {}, load generator and simulators on CPU {}. The floor's load generator and simulator share CPU {}, so a floor request never crosses CPUs while a proxied one crosses four times; the rows \"floor, sim on the gateway's CPU\" (a simulator pinned to CPU {}, not a target) show what crossing CPUs costs by itself.",
+                "Pinned: gateway, LiteLLM or nginx on CPU {}, load generator and simulators on CPU {}. The floor's load generator and simulator share CPU {}, so a floor request never crosses CPUs while a proxied one crosses four times; for small responses, the rows \"floor, sim on the gateway's CPU\" (a simulator pinned to CPU {}, not a target) show what crossing CPUs costs by itself; for image-sized ones, the rows \"nginx relay (reference)\" (nginx pinned like the gateway, not a target) show what one relaying hop costs before any gateway logic.",
                 procs::SERVER_CPU,
                 procs::CLIENT_CPU,
                 procs::CLIENT_CPU,
@@ -241,12 +247,18 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "Method: closed-loop workers (one request in flight each) for a warm-up and then a measured window; throughput counts requests completed in the window; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}.\n",
+        "Method: closed-loop workers (one request in flight each) for a warm-up and then a measured window; throughput counts requests completed in the window; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}. nginx: {}.\n",
         report
             .litellm_version
             .as_deref()
             .map_or("not run".to_owned(), |v| format!(
                 "{v}, one worker, `openai/gpt-image-2` with `api_base` at the same simulator"
+            )),
+        report
+            .nginx_version
+            .as_deref()
+            .map_or("not installed, no reference rows".to_owned(), |v| format!(
+                "{v}, one worker, `proxy_buffering off`, keep-alive to the same simulator"
             ))
     );
     let _ = writeln!(out, "Commands:\n\n```sh\n{}\n```\n", report.commands.join("\n"));

@@ -30,6 +30,9 @@ pub enum Target {
     /// hand-offs (and cache-line transfers) a proxied request pays on its last hop. Not a target;
     /// it shows how much of the added latency the two-CPU layout costs by itself.
     FloorAcross,
+    /// Through nginx relaying to the simulator (image-sized scenarios, when nginx is installed).
+    /// Not a target: it shows what one relaying hop costs on this machine before any gateway logic.
+    Nginx,
     /// Through imagegate.
     Imagegate,
     /// Through the LiteLLM proxy.
@@ -42,6 +45,7 @@ impl Target {
         match self {
             Self::Floor => "floor (sim)",
             Self::FloorAcross => "floor, sim on the gateway's CPU",
+            Self::Nginx => "nginx relay (reference)",
             Self::Imagegate => "imagegate",
             Self::Litellm => "LiteLLM",
         }
@@ -116,6 +120,8 @@ pub struct Endpoints {
     pub images_key: String,
     /// LiteLLM base URL, when running.
     pub litellm: Option<String>,
+    /// nginx base URL, when running.
+    pub nginx: Option<String>,
 }
 
 /// The request `target` gets in `scenario` (`edit_body` is the shared multipart body).
@@ -140,6 +146,11 @@ pub fn request(
             let sim = if tiny { tiny_sim } else { images_sim };
             (sim.clone(), Some("sk-bench-sim".to_owned()), "gpt-image-2")
         }
+        Target::Nginx => (
+            endpoints.nginx.clone()?,
+            Some("sk-bench-sim".to_owned()),
+            "gpt-image-2",
+        ),
         Target::Imagegate => {
             let key = if tiny {
                 &endpoints.tiny_key

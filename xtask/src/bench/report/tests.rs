@@ -59,6 +59,7 @@ fn sample_report() -> Report {
         },
         commands: vec!["cargo xtask bench".into()],
         litellm_version: Some("1.105.7".into()),
+        nginx_version: None,
         runs: vec![
             Run::measured(&small, Target::Floor, result(40_000.0, 0.30, 0.70)),
             Run::measured(&small, Target::FloorAcross, result(30_000.0, 0.40, 0.90)),
