@@ -107,7 +107,7 @@ fn single_connection() -> SqlitePoolOptions {
         .max_lifetime(None)
 }
 
-/// One connection, kept for the life of the store, whose worker thread gets the idle policy;
+/// One connection, kept for the life of the store, whose worker thread gets the batch policy;
 /// `None` where that policy cannot be had (the usage writer then uses the ordinary pool).
 async fn background_pool(options: SqliteConnectOptions) -> Option<sqlx::SqlitePool> {
     let thread = Arc::new(NamedThread::default());
@@ -152,13 +152,13 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
-    async fn usage_goes_through_an_idle_policy_thread_unless_the_writer_falls_behind() {
+    async fn usage_goes_through_a_batch_policy_thread_unless_the_writer_falls_behind() {
         use crate::model::UsageRecord;
         use crate::priority::{WriterPriority, os};
         use crate::store::Store;
 
         const SCHED_OTHER: i32 = 0;
-        const SCHED_IDLE: i32 = 5;
+        const SCHED_BATCH: i32 = 3;
         let dir = tempfile::tempdir().unwrap();
         let crypto = Crypto::new(&MasterKey::from_bytes([7; 32]));
         let store = SqliteStore::connect_file(&dir.path().join("t.db"), crypto)
@@ -171,11 +171,11 @@ mod tests {
             "usage starts in the background"
         );
 
-        // The background connection's thread has the idle policy; the ordinary pool's do not.
+        // The background connection's thread has the batch policy; the ordinary pool's do not.
         let ordinary = store.pool.acquire().await.unwrap();
         drop(ordinary);
         let thread_named = |prefix: &str| os::thread_where(|comm| comm.starts_with(prefix)).unwrap();
-        assert_eq!(os::policy_of(thread_named("ig-usage-")), Some(SCHED_IDLE));
+        assert_eq!(os::policy_of(thread_named("ig-usage-")), Some(SCHED_BATCH));
         assert_eq!(os::policy_of(thread_named("sqlx-sqlite")), Some(SCHED_OTHER));
 
         // Both lanes write to the same database.
