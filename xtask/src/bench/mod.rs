@@ -143,6 +143,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The order of a scenario's rows in the report.
+const TARGET_ORDER: [Target; 5] = [
+    Target::Floor,
+    Target::FloorAcross,
+    Target::Nginx,
+    Target::Imagegate,
+    Target::Litellm,
+];
+
 /// Everything the load runs need.
 struct Bench<'a> {
     root: &'a Path,
@@ -216,36 +225,42 @@ async fn load_runs(
         litellm: None,
         nginx: None,
     };
+    let selected: Vec<Scenario> = scenarios::all()
+        .into_iter()
+        .filter(|s| options.selects(&s.id))
+        .collect();
     let mut runs = Vec::new();
     let mut shared_litellm = None;
-    for scenario in scenarios::all().into_iter().filter(|s| options.selects(&s.id)) {
-        for target in [
-            Target::Floor,
-            Target::FloorAcross,
-            Target::Nginx,
-            Target::Imagegate,
-            Target::Litellm,
-        ] {
-            if target == Target::Litellm && bench.litellm_config.is_none() {
-                continue;
+    // LiteLLM comes last, in a pass of its own: the instance the small scenarios share must not sit
+    // on the gateway's CPU (its Python runtime wakes up now and then) while the gateway is measured.
+    for litellm_pass in [false, true] {
+        for scenario in &selected {
+            for target in TARGET_ORDER {
+                if (target == Target::Litellm) != litellm_pass {
+                    continue;
+                }
+                if target == Target::Litellm && bench.litellm_config.is_none() {
+                    continue;
+                }
+                // Small responses: what crossing CPUs costs. Image-sized ones: what a relay costs.
+                if target == Target::FloorAcross
+                    && (endpoints.across_sims.is_none() || scenario.group != Group::Small)
+                {
+                    continue;
+                }
+                if target == Target::Nginx && (bench.nginx.is_none() || scenario.group != Group::Image) {
+                    continue;
+                }
+                eprintln!("bench: {} via {}", scenario.id, target.label());
+                runs.push(bench.one(scenario, target, &endpoints, &mut shared_litellm).await);
             }
-            // Small responses: what crossing CPUs costs. Image-sized ones: what a relay costs.
-            if target == Target::FloorAcross
-                && (endpoints.across_sims.is_none() || scenario.group != Group::Small)
-            {
-                continue;
-            }
-            if target == Target::Nginx && (bench.nginx.is_none() || scenario.group != Group::Image) {
-                continue;
-            }
-            eprintln!("bench: {} via {}", scenario.id, target.label());
-            runs.push(
-                bench
-                    .one(&scenario, target, &endpoints, &mut shared_litellm)
-                    .await,
-            );
         }
     }
+    runs.sort_by_key(|run| {
+        let scenario = selected.iter().position(|s| s.id == run.scenario);
+        let target = TARGET_ORDER.iter().position(|t| *t == run.target);
+        (scenario, target)
+    });
     if let Some((proc, _)) = shared_litellm {
         proc.stop(Duration::from_secs(5));
     }
