@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+
 use crate::account::{AccountId, AccountSpec, GroupId, SizeClass};
 use crate::account_set::AccountSet;
 use crate::clock::Clock;
@@ -13,7 +15,6 @@ use crate::outcome::Outcome;
 use crate::snapshot::{AccountSnapshot, PoolSnapshot};
 use crate::state::{Acquire, AcquireRequest, PoolState};
 use crate::wait_lines::WaitLines;
-use arc_swap::ArcSwap;
 
 /// Tunables of the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::procs::{Proc, pinned};
+use super::scenarios::SIM_KEY;
 
 /// The pinned release (1.107.0 was a compromised release and is withdrawn; do not move to it).
 pub const VERSION: &str = "1.105.7";
@@ -84,7 +85,7 @@ fn run(command: &mut Command) -> Result<(), String> {
 pub fn config_yaml(tiny_sim: &str, images_sim: &str) -> String {
     let entry = |name: &str, sim: &str| {
         format!(
-            "  - model_name: {name}\n    litellm_params:\n      model: openai/gpt-image-2\n      api_base: {sim}/v1\n      api_key: sk-bench-sim\n"
+            "  - model_name: {name}\n    litellm_params:\n      model: openai/gpt-image-2\n      api_base: {sim}/v1\n      api_key: {SIM_KEY}\n"
         )
     };
     format!(
@@ -143,14 +144,6 @@ pub async fn start(
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     Err(format!("litellm did not become ready (log: {})", log.display()))
-}
-
-/// A free TCP port on 127.0.0.1.
-pub fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("free port: {e}"))
 }
 
 #[cfg(test)]

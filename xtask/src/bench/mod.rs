@@ -107,7 +107,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let work = root.join("target/bench-work");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let runs = runtime.block_on(load_runs(&root, &work, &options, with_litellm, pin))?;
+    let nginx = nginx::find();
+    let nginx_path = nginx.as_ref().map(|found| found.path.clone());
+    let runs = runtime.block_on(load_runs(&root, &work, &options, with_litellm, pin, nginx_path))?;
     if options.only.is_empty() {
         micro::run(&root, options.quick)?;
     }
@@ -121,7 +123,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         machine,
         commands: report::commands(&options),
         litellm_version: with_litellm.then(|| litellm::VERSION.to_owned()),
-        nginx_version: nginx::find().and_then(|nginx| nginx::version(&nginx)),
+        nginx_version: nginx.map(|found| found.version),
         runs,
         micro,
         targets: Vec::new(),
@@ -173,6 +175,7 @@ async fn load_runs(
     options: &Options,
     with_litellm: bool,
     pin: bool,
+    nginx: Option<PathBuf>,
 ) -> Result<Vec<Run>, String> {
     let bin = root.join("target/release");
     let client_cpu = pin.then_some(procs::CLIENT_CPU);
@@ -213,7 +216,7 @@ async fn load_runs(
         shape: options.windows(),
         client,
         edit_body: scenarios::edit_body(scenarios::EDIT_IMAGE_BYTES),
-        nginx: nginx::find(),
+        nginx,
     };
     let endpoints = Endpoints {
         tiny_sim,
@@ -325,15 +328,15 @@ impl Bench<'_> {
             }
             Target::Nginx => {
                 let nginx = self.nginx.as_deref().ok_or("nginx not installed")?;
-                let port = litellm::free_port()?;
-                let upstream = endpoints.images_sim.clone();
-                let (proc, url) = nginx::start(nginx, self.work, &upstream, port, self.server_cpu).await?;
+                let port = procs::free_port()?;
+                let (proc, url) =
+                    nginx::start(nginx, self.work, &endpoints.images_sim, port, self.server_cpu).await?;
                 endpoints.nginx = Some(url);
                 Ok(Some(proc))
             }
             Target::Litellm => {
                 let config = self.litellm_config.as_deref().ok_or("LiteLLM not configured")?;
-                let port = litellm::free_port()?;
+                let port = procs::free_port()?;
                 let (proc, url) = litellm::start(self.root, self.work, config, port, self.server_cpu).await?;
                 endpoints.litellm = Some(url);
                 Ok(Some(proc))

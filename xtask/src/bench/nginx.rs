@@ -9,28 +9,33 @@ use std::time::{Duration, Instant};
 
 use super::procs::{Proc, pinned};
 
-/// The nginx binary, when one is installed and runs.
-pub fn find() -> Option<PathBuf> {
+/// An installed nginx that runs.
+#[derive(Debug, Clone)]
+pub struct Nginx {
+    /// The binary.
+    pub path: PathBuf,
+    /// What `nginx -v` says, e.g. `nginx/1.22.1`.
+    pub version: String,
+}
+
+/// The first nginx binary found that answers `nginx -v`.
+pub fn find() -> Option<Nginx> {
     ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
         .iter()
         .map(PathBuf::from)
-        .find(|path| {
-            Command::new(path)
-                .arg("-v")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
+        .find_map(|path| {
+            let output = Command::new(&path).arg("-v").output().ok()?;
+            if !output.status.success() {
+                return None;
+            }
+            // nginx prints its version on stderr.
+            let version = String::from_utf8_lossy(&output.stderr)
+                .split_whitespace()
+                .find(|word| word.starts_with("nginx/"))
+                .unwrap_or("nginx")
+                .to_owned();
+            Some(Nginx { path, version })
         })
-}
-
-/// `nginx -v`'s version, e.g. `nginx/1.22.1`.
-pub fn version(nginx: &Path) -> Option<String> {
-    let output = Command::new(nginx).arg("-v").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stderr);
-    text.split_whitespace()
-        .find(|word| word.starts_with("nginx/"))
-        .map(str::to_owned)
 }
 
 /// A configuration relaying everything on `port` to `upstream` (a base URL such as

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// CPU of the gateway or LiteLLM (the process under test).
+use super::scenarios::SIM_KEY;
+
+/// CPU of the process under test: the gateway, LiteLLM or nginx.
 pub const SERVER_CPU: usize = 0;
 /// CPU of the load generator and the simulator.
 pub const CLIENT_CPU: usize = 1;
@@ -251,7 +253,7 @@ pub fn setup_gateway(
                 "--concurrency-large",
                 "1000",
             ],
-            Some("sk-bench-sim\n"),
+            Some(&format!("{SIM_KEY}\n")),
         )?;
     }
     let key = |group: &str| cli(&["keys", "create", "--user", "bench", "--group", group], None);
@@ -325,6 +327,14 @@ pub fn parse_vm_hwm(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("free port: {e}"))
 }
 
 #[cfg(test)]

@@ -6,6 +6,10 @@ use serde::Serialize;
 use super::litellm;
 use super::loadgen::RequestSpec;
 
+/// The bearer token the simulators are called with (straight, through nginx, and as the
+/// gateway's and LiteLLM's upstream key).
+pub const SIM_KEY: &str = "sk-bench-sim";
+
 /// Which kind of figure a scenario is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -139,18 +143,14 @@ pub fn request(
             } else {
                 &endpoints.images_sim
             };
-            (sim.clone(), Some("sk-bench-sim".to_owned()), "gpt-image-2")
+            (sim.clone(), Some(SIM_KEY.to_owned()), "gpt-image-2")
         }
         Target::FloorAcross => {
             let (tiny_sim, images_sim) = endpoints.across_sims.as_ref()?;
             let sim = if tiny { tiny_sim } else { images_sim };
-            (sim.clone(), Some("sk-bench-sim".to_owned()), "gpt-image-2")
+            (sim.clone(), Some(SIM_KEY.to_owned()), "gpt-image-2")
         }
-        Target::Nginx => (
-            endpoints.nginx.clone()?,
-            Some("sk-bench-sim".to_owned()),
-            "gpt-image-2",
-        ),
+        Target::Nginx => (endpoints.nginx.clone()?, Some(SIM_KEY.to_owned()), "gpt-image-2"),
         Target::Imagegate => {
             let key = if tiny {
                 &endpoints.tiny_key
