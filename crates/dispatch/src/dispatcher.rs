@@ -129,13 +129,20 @@ impl Dispatcher {
 
     /// Takes a slot on the best eligible account without waiting.
     ///
+    /// Like [`Dispatcher::acquire`], it does not take a slot ahead of requests already waiting for
+    /// the same slots: while they wait, it answers busy.
+    ///
     /// # Errors
-    /// [`PoolError::AllBusy`] when every eligible account is at its limit, and the errors of
-    /// [`Dispatcher::acquire`].
+    /// [`PoolError::AllBusy`] when every eligible account is at its limit or earlier requests are
+    /// waiting, and the errors of [`Dispatcher::acquire`].
     pub async fn try_acquire(&self, request: &DispatchRequest) -> Result<Lease, PoolError> {
-        self.attempt(request).await?.ok_or(PoolError::AllBusy {
+        let busy = || PoolError::AllBusy {
             retry_after: self.config.busy_retry_after,
-        })
+        };
+        if !self.context.waiters.may_go_first(request) {
+            return Err(busy());
+        }
+        self.attempt(request).await?.ok_or_else(busy)
     }
 
     /// Takes a slot on the best eligible account, waiting up to `max_wait` for one to free.

@@ -496,6 +496,24 @@ async fn waiters_are_served_in_arrival_order_and_a_newcomer_does_not_overtake_th
 }
 
 #[tokio::test(start_paused = true)]
+async fn try_acquire_does_not_take_a_slot_ahead_of_a_waiter() {
+    let (pool, _clock) = setup(patient(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let held = pool.acquire(&large()).await.unwrap();
+    let waiting = spawn_waiter(&pool, large(), &served, "waiter").await;
+    // The slot is free, but the woken waiter has not run yet: it was first.
+    drop(held);
+    assert!(matches!(
+        pool.try_acquire(&large()).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    waiting.await.unwrap().unwrap();
+    assert_eq!(*served.lock().unwrap(), ["waiter"]);
+    // With nobody waiting, the free slot is taken at once.
+    assert!(pool.try_acquire(&large()).await.is_ok());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_full_line_does_not_hold_up_requests_for_other_slots() {
     let (pool, _clock) = setup(patient(), vec![AccountSpec::new("a", Tier::Pro, &["g"])]);
     let served = Arc::new(std::sync::Mutex::new(Vec::new()));
