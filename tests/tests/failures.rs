@@ -191,6 +191,23 @@ async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
 }
 
 #[tokio::test]
+async fn a_client_that_leaves_during_the_upstream_call_is_recorded_with_its_account() {
+    let s = setup();
+    s.sim_fault(json!({"fault": "stall", "stall_ms": 3000})).await;
+    let sent = s
+        .post_json("/images/generations", small_generation())
+        .timeout(Duration::from_millis(500))
+        .send()
+        .await;
+    assert!(sent.unwrap_err().is_timeout());
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
+    // The account was called, and its quota spent on the abandoned request.
+    assert!(records[0]["account_id"].is_i64(), "{:?}", records[0]);
+}
+
+#[tokio::test]
 async fn a_rejected_credential_marks_the_account_failed_and_moves_on() {
     // acct-a (pro) is preferred over acct-b (plus), so it is tried first.
     let s = setup_custom(

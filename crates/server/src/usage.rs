@@ -121,14 +121,11 @@ impl UsageRecorder {
         });
     }
 
-    /// Adds the time of finished upstream calls (failed attempts included).
-    pub fn upstream_time(&mut self, spent: Duration) {
-        self.upstream = self.upstream.saturating_add(spent);
-    }
-
-    /// The upstream call whose answer is relayed began `spent` ago and is still sending (a stream).
-    pub fn upstream_open(&mut self, spent: Duration) {
-        self.upstream_open = Instant::now().checked_sub(spent);
+    /// An upstream call begins: its time counts until [`UsageRecorder::upstream_closed`], or until
+    /// the record is submitted (a request abandoned in the middle of the call).
+    pub fn upstream_started(&mut self) {
+        self.upstream_closed();
+        self.upstream_open = Some(Instant::now());
     }
 
     /// The upstream's answer has ended (its last event or byte arrived).

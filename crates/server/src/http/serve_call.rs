@@ -72,17 +72,17 @@ pub async fn serve_images(
         Ok(permit) => permit,
         Err(err) => return fail(usage, err),
     };
-    let mut result = relay_call(app, caller, call.with(params))
+    let mut result = relay_call(app, caller, call.with(params), &mut usage)
         .await
         .map(|r| (r, None));
     if fallback_enabled {
         for step in fallback::ladder(params) {
             match &result {
-                Err(failure) if worth_a_fallback(failure) => usage.upstream_time(failure.upstream_time),
+                Err(failure) if worth_a_fallback(failure) => {}
                 _ => break,
             }
             tracing::info!(change = %step.change, "trying the fallback ladder");
-            result = relay_call(app, caller, call.with(&step.params))
+            result = relay_call(app, caller, call.with(&step.params), &mut usage)
                 .await
                 .map(|r| (r, Some(step.change)));
         }
@@ -118,13 +118,13 @@ pub async fn serve(
     app: &AppState,
     caller: &AuthContext,
     call: ServeCall<'_>,
-    usage: UsageRecorder,
+    mut usage: UsageRecorder,
 ) -> Response {
     let permit = match admit(app, caller).await {
         Ok(permit) => permit,
         Err(err) => return fail(usage, err),
     };
-    match relay_call(app, caller, call).await {
+    match relay_call(app, caller, call, &mut usage).await {
         Ok(relayed) => respond(app, relayed, call.kind, usage, permit),
         Err(failure) => fail_relay(usage, failure),
     }
@@ -149,6 +149,7 @@ async fn relay_call(
     app: &AppState,
     caller: &AuthContext,
     call: ServeCall<'_>,
+    usage: &mut UsageRecorder,
 ) -> Result<Relayed, RelayFailure> {
     let group = GroupId::new(&caller.group_id.to_string());
     let request = RelayRequest {
@@ -158,12 +159,10 @@ async fn relay_call(
         call: call.call,
         deadline: deadline(app, call.class),
     };
-    relay(app, request).await
+    relay(app, request, usage).await
 }
 
 fn fail_relay(mut usage: UsageRecorder, failure: RelayFailure) -> Response {
-    usage.account(failure.account_id);
-    usage.upstream_time(failure.upstream_time);
     if failure.switches > 0 {
         usage.note(format!("failed over {} time(s)", failure.switches));
     }
@@ -177,16 +176,8 @@ fn respond(
     mut usage: UsageRecorder,
     permit: Option<KeyPermit>,
 ) -> Response {
-    usage.account(relayed.account_id);
     if relayed.switches > 0 {
         usage.note(format!("failed over {} time(s)", relayed.switches));
-    }
-    usage.upstream_time(relayed.failed_upstream_time);
-    match &relayed.reply {
-        // The body was read whole: the upstream's part is over.
-        Reply::Json { .. } => usage.upstream_time(relayed.call_time),
-        // Events, or the rest of a relayed body, keep coming from the upstream until they end.
-        Reply::Events(_) | Reply::JsonStream(_) => usage.upstream_open(relayed.call_time),
     }
     let held = Held {
         lease: relayed.lease,

@@ -21,6 +21,7 @@ use imagegate_upstream::{Failure, FailureKind, Reply, UpstreamCall};
 
 use crate::http::error::HttpError;
 use crate::state::AppState;
+use crate::usage::UsageRecorder;
 
 pub use outcome::outcome_of;
 
@@ -39,32 +40,32 @@ pub struct RelayRequest<'a> {
 pub struct Relayed {
     pub reply: Reply,
     pub lease: Lease,
-    pub account_id: Option<i64>,
     pub switches: u32,
-    /// Time spent in the failed attempts before this reply.
-    pub failed_upstream_time: Duration,
-    /// How long the successful call took until it returned its reply.
-    pub call_time: Duration,
 }
 
 /// Why relaying failed, and which account was tried last.
 #[derive(Debug)]
 pub struct RelayFailure {
     pub error: HttpError,
-    pub account_id: Option<i64>,
     pub switches: u32,
-    /// Time spent in upstream calls, every attempt included.
-    pub upstream_time: Duration,
 }
 
 /// Runs the failover loop for one request.
-pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed, RelayFailure> {
+///
+/// `usage` learns each account as it is called and the time spent in upstream calls as it is
+/// spent, so a request abandoned in the middle of a call (the client left) is still recorded with
+/// the account it was using. After a reply whose body is still coming (events, or a relayed JSON
+/// body), the upstream time stays open until the caller closes it.
+pub async fn relay(
+    app: &AppState,
+    request: RelayRequest<'_>,
+    usage: &mut UsageRecorder,
+) -> Result<Relayed, RelayFailure> {
     let failover = &app.config.failover;
     let mut tried = Vec::new();
     let mut switches = 0u32;
     let mut transient_retries = 0u32;
-    let mut last: Option<(Failure, Option<i64>)> = None;
-    let mut upstream_time = Duration::ZERO;
+    let mut last: Option<Failure> = None;
     loop {
         let dispatch = DispatchRequest {
             group: request.group.clone(),
@@ -74,31 +75,31 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
         };
         let lease = match app.dispatcher.acquire(&dispatch).await {
             Ok(lease) => lease,
-            Err(err) => return Err(pool_failure(err, last, switches, upstream_time)),
+            Err(err) => return Err(pool_failure(err, last, switches)),
         };
         let account = lease.account().clone();
-        let account_id = account.as_str().parse::<i64>().ok();
         let Some(target) = app.accounts.target(&account) else {
             tried.push(account);
             continue;
         };
-        let call_started = std::time::Instant::now();
+        usage.account(account.as_str().parse::<i64>().ok());
+        usage.upstream_started();
         let answer = app.upstream.call(&target, request.call, request.deadline).await;
-        let call_time = call_started.elapsed();
         match answer {
             Ok(reply) => {
+                if matches!(reply, Reply::Json { .. }) {
+                    // The body was read whole: the upstream's part is over.
+                    usage.upstream_closed();
+                }
                 record(app, &account, &imagegate_dispatch::Outcome::Success).await;
                 return Ok(Relayed {
                     reply,
                     lease,
-                    account_id,
                     switches,
-                    failed_upstream_time: upstream_time,
-                    call_time,
                 });
             }
             Err(failure) => {
-                upstream_time += call_time;
+                usage.upstream_closed();
                 record(app, &account, &outcome_of(&failure)).await;
                 drop(lease);
                 tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,
@@ -110,9 +111,7 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
                 {
                     return Err(RelayFailure {
                         error: failure_error(&failure),
-                        account_id,
                         switches,
-                        upstream_time,
                     });
                 }
                 if transient {
@@ -121,7 +120,7 @@ pub async fn relay(app: &AppState, request: RelayRequest<'_>) -> Result<Relayed,
                 }
                 switches += 1;
                 tried.push(account);
-                last = Some((failure, account_id));
+                last = Some(failure);
             }
         }
     }
@@ -189,13 +188,7 @@ pub fn failure_error(failure: &Failure) -> HttpError {
     }
 }
 
-fn pool_failure(
-    err: PoolError,
-    last: Option<(Failure, Option<i64>)>,
-    switches: u32,
-    upstream_time: Duration,
-) -> RelayFailure {
-    let account_id = last.as_ref().and_then(|(_, id)| *id);
+fn pool_failure(err: PoolError, last: Option<Failure>, switches: u32) -> RelayFailure {
     let error = match err {
         PoolError::AllCoolingDown { retry_after, .. } => HttpError::new(ApiError::new(
             ErrorKind::UsageLimitReached,
@@ -210,7 +203,7 @@ fn pool_failure(
             .with_retry_after(Some(retry_after))
         }
         PoolError::NoAccounts { .. } => match last {
-            Some((failure, _)) => failure_error(&failure),
+            Some(failure) => failure_error(&failure),
             None => HttpError::new(ApiError::new(
                 ErrorKind::Overloaded,
                 "No upstream account can serve this key's group right now.",
@@ -221,12 +214,7 @@ fn pool_failure(
             HttpError::new(ApiError::internal())
         }
     };
-    RelayFailure {
-        error,
-        account_id,
-        switches,
-        upstream_time,
-    }
+    RelayFailure { error, switches }
 }
 
 #[cfg(test)]
