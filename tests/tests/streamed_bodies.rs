@@ -53,6 +53,33 @@ async fn a_large_generation_arrives_intact_with_its_usage_recorded() {
 }
 
 #[tokio::test]
+async fn a_client_that_hangs_up_before_the_usage_is_still_billed_for_the_image() {
+    let s = setup();
+    // The simulator sends the first bytes, pauses, then the rest: the image, then the usage.
+    s.sim_fault(json!({"fault": "stall_body", "stall_ms": 1500}))
+        .await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    let head = body.next().await.unwrap().unwrap();
+    assert!(head.starts_with(b"{"), "the head was relayed");
+    drop(body);
+    let records = s.usage_at_least(1).await;
+    let record = &records[0];
+    assert_eq!(record["status"], 499, "{record:?}");
+    assert!(record["tokens"]["total"].as_u64().unwrap() > 0, "{record:?}");
+    assert_eq!(record["images"], 1, "{record:?}");
+    assert_eq!(record["size_produced"], "1024x1024", "{record:?}");
+}
+
+#[tokio::test]
 async fn an_upstream_dying_mid_body_cuts_the_client_and_records_a_failure() {
     let config = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(config.path(), "[timeouts]\nstandard_secs = 2\n").unwrap();

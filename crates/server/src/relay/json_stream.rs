@@ -7,6 +7,11 @@
 //! until the last byte arrived from the upstream. If the upstream fails mid-body, the failure is
 //! recorded against the account and in the usage record, and the client's connection is cut: it
 //! never receives a truncated document that ends like a complete one.
+//!
+//! A client that leaves before the end still owes what the upstream produced: the tokens come last
+//! in the document, after the image, so the rest of the body is read (and dropped) in a task of its
+//! own, and the client's record (499) carries the tokens and images all the same. Otherwise a
+//! client could take the image and hang up before the usage, and never be billed.
 
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -28,7 +33,7 @@ pub struct CutShort;
 struct Passing {
     head: Option<Bytes>,
     rest: BodyStream,
-    summary: EndSummary,
+    summary: Option<EndSummary>,
     usage: Option<UsageRecorder>,
     account: imagegate_dispatch::AccountId,
     pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
@@ -44,7 +49,7 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
     let passing = Passing {
         head: Some(reply.head),
         rest: reply.rest,
-        summary: reply.summary,
+        summary: Some(reply.summary),
         usage: Some(usage),
         account,
         pool,
@@ -98,20 +103,53 @@ impl Passing {
             return;
         };
         usage.upstream_closed();
-        let summary = self.summary.take().unwrap_or_else(|| {
-            // The upstream crate hands the summary over before the clean end it follows.
-            tracing::warn!("no usage summary came with a complete Images answer");
-            ResponseSummary::default()
-        });
-        usage.produced(
-            summary.size.as_deref(),
-            summary.quality.as_deref(),
-            summary.output_format.as_deref(),
-            u32::try_from(summary.images).unwrap_or(u32::MAX),
-        );
-        if let Some(tokens) = &summary.usage {
-            usage.usage(tokens);
-        }
+        let summary = self
+            .summary
+            .as_mut()
+            .and_then(EndSummary::take)
+            .unwrap_or_else(|| {
+                // The upstream crate hands the summary over before the clean end it follows.
+                tracing::warn!("no usage summary came with a complete Images answer");
+                ResponseSummary::default()
+            });
+        record_summary(&mut usage, &summary);
         usage.finish(200, None);
+    }
+}
+
+impl Drop for Passing {
+    /// The client left before the end of the document: the rest is read for its usage.
+    fn drop(&mut self) {
+        let Some(usage) = self.usage.take() else {
+            return;
+        };
+        let (Ok(runtime), Some(summary)) = (tokio::runtime::Handle::try_current(), self.summary.take())
+        else {
+            return;
+        };
+        let rest = std::mem::replace(&mut self.rest, futures::stream::empty().boxed());
+        runtime.spawn(read_abandoned(rest, summary, usage));
+    }
+}
+
+/// Reads the rest of an answer whose client left, and records what the upstream produced; the
+/// record keeps the client's status. The upstream's own deadline bounds the wait.
+async fn read_abandoned(mut rest: BodyStream, mut summary: EndSummary, mut usage: UsageRecorder) {
+    while let Some(Ok(_)) = rest.next().await {}
+    usage.upstream_closed();
+    if let Some(summary) = summary.take() {
+        record_summary(&mut usage, &summary);
+    }
+}
+
+fn record_summary(usage: &mut UsageRecorder, summary: &ResponseSummary) {
+    usage.produced(
+        summary.size.as_deref(),
+        summary.quality.as_deref(),
+        summary.output_format.as_deref(),
+        u32::try_from(summary.images).unwrap_or(u32::MAX),
+    );
+    if let Some(tokens) = &summary.usage {
+        usage.usage(tokens);
     }
 }
