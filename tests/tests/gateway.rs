@@ -428,6 +428,57 @@ async fn health_readiness_request_ids_and_unknown_routes() {
 }
 
 #[tokio::test]
+async fn a_client_still_sending_an_oversized_body_gets_the_413_and_keeps_its_connection() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+
+    let s = setup();
+    let key = s.key.clone();
+    let address = s.gateway.url.trim_start_matches("http://").to_owned();
+    let (status, next) = tokio::task::spawn_blocking(move || {
+        let body = vec![b' '; 2 * 1024 * 1024];
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        write!(
+            stream,
+            "POST /v1/images/generations HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {key}\r\n\
+             content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        // The gateway answers once it read more than its limit (1 MiB); the client goes on
+        // sending what it declared, and the gateway reads it instead of resetting the connection.
+        stream.write_all(&body).unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+        }
+        let mut answer = vec![0u8; length];
+        reader.read_exact(&mut answer).unwrap();
+        // The same connection serves the next request.
+        write!(stream, "GET /healthz HTTP/1.1\r\nhost: {address}\r\n\r\n").unwrap();
+        let mut next = String::new();
+        let _ = reader.read_line(&mut next);
+        (status, next)
+    })
+    .await
+    .unwrap();
+    assert!(status.starts_with("HTTP/1.1 413"), "{status}");
+    assert!(next.starts_with("HTTP/1.1 200"), "{next:?}");
+}
+
+#[tokio::test]
 async fn oversized_bodies_and_client_request_ids_are_handled_by_the_gateway() {
     let s = setup();
     let huge = json!({"model": "gpt-image-2", "prompt": "x".repeat(2 * 1024 * 1024)});

@@ -4,6 +4,7 @@ pub mod auth;
 pub mod error;
 mod images;
 mod internal;
+mod linger;
 mod misc;
 pub mod request_id;
 mod responses;
@@ -39,7 +40,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/responses",
             post(responses::create).layer(DefaultBodyLimit::max(RESPONSES_BODY_LIMIT)),
         )
-        .route("/models", get(misc::models));
+        .route("/models", get(misc::models))
+        .layer(axum::middleware::from_fn(linger::layer));
     Router::new()
         .nest("/v1", v1)
         .route("/healthz", get(misc::healthz))
