@@ -208,6 +208,29 @@ async fn a_client_that_leaves_during_the_upstream_call_is_recorded_with_its_acco
 }
 
 #[tokio::test]
+async fn an_answer_without_an_image_is_retried_a_little_and_not_held_against_the_accounts() {
+    let s = setup_with(&["acct-a", "acct-b", "acct-c", "acct-d"], &[]);
+    s.sim_fault(json!({"fault": "no_image"})).await;
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502);
+    // One try and the two retries of a transient failure, not one try per account.
+    assert_eq!(s.sim_stats().await["requests"], 3);
+    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
+        s.dir.path(),
+        &["accounts", "list", "--json"],
+    ))
+    .unwrap();
+    for account in listed["accounts"].as_array().unwrap() {
+        assert_eq!(account["live"]["failures"], 0, "{account}");
+        assert_eq!(account["live"]["cooldowns"], json!([]), "{account}");
+    }
+}
+
+#[tokio::test]
 async fn a_rejected_credential_marks_the_account_failed_and_moves_on() {
     // acct-a (pro) is preferred over acct-b (plus), so it is tried first.
     let s = setup_custom(

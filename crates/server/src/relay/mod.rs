@@ -104,7 +104,12 @@ pub async fn relay(
                 drop(lease);
                 tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,
                     "upstream call failed");
-                let transient = matches!(failure.kind, FailureKind::Transient | FailureKind::Timeout);
+                // "No image" may come right on another try, but it is not the account's fault:
+                // it gets the few retries of a transient failure, not every account of the group.
+                let transient = matches!(
+                    failure.kind,
+                    FailureKind::Transient | FailureKind::Timeout | FailureKind::NoImage
+                );
                 if !switchable(&failure.kind)
                     || switches >= failover.max_switches
                     || (transient && transient_retries >= failover.transient_retries)

@@ -24,12 +24,15 @@ pub fn outcome_of(failure: &Failure) -> Outcome {
             json_body: *json_body,
             detail: short(&failure.message),
         },
-        FailureKind::Transient | FailureKind::Timeout | FailureKind::NoImage | FailureKind::Protocol => {
-            Outcome::Transient {
-                detail: short(&failure.message),
-            }
-        }
-        FailureKind::Refused | FailureKind::Invalid | FailureKind::ModelUnsupported => Outcome::Invalid,
+        FailureKind::Transient | FailureKind::Timeout | FailureKind::Protocol => Outcome::Transient {
+            detail: short(&failure.message),
+        },
+        // An answer without an image depends on the prompt (the model answered in words), not on
+        // the account: like a refusal, it is not held against the account.
+        FailureKind::NoImage
+        | FailureKind::Refused
+        | FailureKind::Invalid
+        | FailureKind::ModelUnsupported => Outcome::Invalid,
     }
 }
 
