@@ -168,6 +168,36 @@ async fn shutdown_lets_an_in_flight_request_finish_and_flushes_its_usage() {
 }
 
 #[tokio::test]
+async fn a_request_still_running_when_the_grace_period_ends_is_recorded_before_exit() {
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[timeouts]\nshutdown_grace_secs = 1\n").unwrap();
+    let mut s = setup_with(&["acct-a"], &["--config", config.path().to_str().unwrap()]);
+    s.sim_fault(json!({"fault": "stall", "stall_ms": 10000})).await;
+    let in_flight = tokio::spawn(s.post_json("/images/generations", small_generation()).send());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let stopped = tokio::task::spawn_blocking(move || {
+        let ok = s.gateway.stop();
+        (ok, s)
+    });
+    let answer = in_flight.await.unwrap();
+    let (exited_cleanly, s) = stopped.await.unwrap();
+    assert!(exited_cleanly, "gateway did not exit cleanly on SIGTERM");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the gateway waited for the upstream instead of abandoning the request"
+    );
+    if let Ok(response) = answer {
+        assert_eq!(response.status(), 503);
+    }
+    let records = s.usage();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["status"], 503, "{:?}", records[0]);
+    assert_eq!(records[0]["error_code"], "shutting_down", "{:?}", records[0]);
+    assert!(records[0]["account_id"].is_i64(), "{:?}", records[0]);
+}
+
+#[tokio::test]
 async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
     let s = setup();
     s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 5000}))

@@ -13,6 +13,7 @@ mod credentials;
 mod demo;
 mod fallback;
 mod http;
+mod in_flight;
 mod metrics;
 mod nodelay;
 mod pool_backend;

@@ -42,6 +42,8 @@ const ACCOUNT_REFRESH: Duration = Duration::from_secs(5);
 /// How long an authenticated key stays cached: a key disabled or deleted on another replica (or
 /// with the CLI) stops here within this time, well inside the 2 s the operations guide promises.
 const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
+/// How long abandoned requests get to submit their usage records before the writer closes.
+const ABANDON_WAIT: Duration = Duration::from_secs(5);
 
 /// Opens the data directory and the database (applying migrations).
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
@@ -110,6 +112,7 @@ pub async fn run(
         accounts,
         usage,
         internal_token: crate::control::new_token(),
+        in_flight: crate::in_flight::InFlight::default(),
         config: config.clone(),
     });
 
@@ -143,6 +146,10 @@ pub async fn run(
         () = drained => tracing::warn!("shutdown grace period over; closing remaining connections"),
     }
     shutdown.cancel();
+    // Whatever still runs is abandoned now, and records itself before the writer closes.
+    if !state.in_flight.abandon(ABANDON_WAIT).await {
+        tracing::warn!("some requests did not end in time after being abandoned; their usage may be lost");
+    }
     crate::control::remove(&config.data_dir);
     let _ = refresher.await;
     drop(state);

@@ -26,6 +26,8 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Token of the `/internal/*` endpoints (see `crate::control`).
     pub internal_token: String,
+    /// Requests still running, abandoned when the shutdown grace period ends.
+    pub in_flight: crate::in_flight::InFlight,
 }
 
 impl std::fmt::Debug for AppState {

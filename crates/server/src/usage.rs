@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::in_flight::Entered;
 use imagegate_domain::{ImageParams, ImageSize, SizeClass, Usage};
 use imagegate_store::{AuthContext, Timestamp, TokenCounts, UsageRecord, UsageSink};
 
@@ -22,15 +23,20 @@ pub struct UsageRecorder {
     upstream: Duration,
     /// When the upstream call whose answer is being relayed began (its end is not known yet).
     upstream_open: Option<Instant>,
+    /// The request's place among those in flight, left once the record is submitted.
+    entered: Entered,
 }
 
 /// Status recorded for a request whose client went away before the end.
 pub const CLIENT_CLOSED: u16 = 499;
+/// Status recorded for a request abandoned when the shutdown grace period ended.
+pub const SHUTTING_DOWN: u16 = 503;
 
 impl UsageRecorder {
     pub fn start(
         sink: UsageSink,
         metrics: Arc<Metrics>,
+        entered: Entered,
         request_id: &str,
         endpoint: &str,
         caller: &AuthContext,
@@ -68,7 +74,13 @@ impl UsageRecorder {
             size_class: None,
             upstream: Duration::ZERO,
             upstream_open: None,
+            entered,
         }
+    }
+
+    /// Resolves when the shutdown abandons the request.
+    pub async fn until_abandoned(&self) {
+        self.entered.until_abandoned().await;
     }
 
     fn with(&mut self, change: impl FnOnce(&mut UsageRecord)) {
@@ -187,6 +199,11 @@ impl UsageRecorder {
         let latency = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         self.upstream_closed();
         if let Some(mut record) = self.record.take() {
+            if record.status == CLIENT_CLOSED && self.entered.abandoned() {
+                // Not the client: the shutdown's grace period ended first.
+                record.status = SHUTTING_DOWN;
+                record.error_code = Some("shutting_down".to_owned());
+            }
             self.metrics.observe(&RequestObservation {
                 endpoint: &record.endpoint,
                 status: record.status,

@@ -30,6 +30,7 @@ pub async fn generations(
     let mut usage = UsageRecorder::start(
         app.usage.clone(),
         app.metrics.clone(),
+        app.in_flight.enter(),
         &request_id.0,
         "/v1/images/generations",
         &caller,
@@ -69,6 +70,7 @@ pub async fn edits(
     let mut usage = UsageRecorder::start(
         app.usage.clone(),
         app.metrics.clone(),
+        app.in_flight.enter(),
         &request_id.0,
         "/v1/images/edits",
         &caller,

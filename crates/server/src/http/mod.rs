@@ -41,6 +41,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             post(responses::create).layer(DefaultBodyLimit::max(RESPONSES_BODY_LIMIT)),
         )
         .route("/models", get(misc::models))
+        .layer(axum::middleware::from_fn_with_state(
+            state.in_flight.clone(),
+            crate::in_flight::layer,
+        ))
         .layer(axum::middleware::from_fn(linger::layer));
     Router::new()
         .nest("/v1", v1)

@@ -31,6 +31,7 @@ pub async fn create(
     let mut usage = UsageRecorder::start(
         app.usage.clone(),
         app.metrics.clone(),
+        app.in_flight.enter(),
         &request_id.0,
         "/v1/responses",
         &caller,

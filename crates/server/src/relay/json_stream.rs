@@ -135,7 +135,11 @@ impl Drop for Passing {
 /// Reads the rest of an answer whose client left, and records what the upstream produced; the
 /// record keeps the client's status. The upstream's own deadline bounds the wait.
 async fn read_abandoned(mut rest: BodyStream, mut summary: EndSummary, mut usage: UsageRecorder) {
-    while let Some(Ok(_)) = rest.next().await {}
+    let read_to_the_end = async { while let Some(Ok(_)) = rest.next().await {} };
+    tokio::select! {
+        () = read_to_the_end => {}
+        () = usage.until_abandoned() => return,
+    }
     usage.upstream_closed();
     if let Some(summary) = summary.take() {
         record_summary(&mut usage, &summary);
