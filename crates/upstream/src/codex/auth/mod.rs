@@ -8,6 +8,9 @@
 //!   then sent again once with the new token).
 //! - At most one refresh per account runs at a time: callers of the same account wait on its lock
 //!   and use the token the first one got.
+//! - A refresh runs to its end in a task of its own, even when the request that started it is
+//!   dropped (its client left, its deadline passed): the token endpoint may already have used up
+//!   the old refresh token, so the new one must be kept and saved whatever happens to the request.
 //! - The refreshed credential is kept here, keyed by account, and given once to the
 //!   [`CredentialStore`]. The account's stored credential (in [`AccountTarget::credential`]) is
 //!   still recognised as the one this process replaced, so the cached credential keeps being used
@@ -55,8 +58,11 @@ impl fmt::Debug for CodexAuth {
 /// One account: its lock (held while its credential is read or refreshed) and cache.
 #[derive(Default)]
 struct AccountSlot {
-    cached: tokio::sync::Mutex<Option<Cached>>,
+    cached: Arc<tokio::sync::Mutex<Option<Cached>>>,
 }
+
+/// The account's cache, locked; owned, so that a refresh task can hold it.
+type CacheGuard = tokio::sync::OwnedMutexGuard<Option<Cached>>;
 
 /// A credential this process refreshed.
 struct Cached {
@@ -179,7 +185,7 @@ impl CodexAuth {
     /// token is used as it is.
     async fn current(&self, session: &Session<'_>, deadline: Deadline) -> Result<CodexCredential, Failure> {
         let slot = self.slot(session.target.account_id);
-        let mut cached = timeout_at(deadline.at, slot.cached.lock())
+        let mut cached = timeout_at(deadline.at, Arc::clone(&slot.cached).lock_owned())
             .await
             .map_err(|_| deadline.failure())?;
         let credential = resolve(&mut cached, &session.target.credential)?;
@@ -189,7 +195,7 @@ impl CodexAuth {
             return Ok(credential);
         }
         let context = "refreshing the expiring access token failed";
-        match self.refresh(&mut cached, session, &credential, deadline).await {
+        match self.refresh(cached, session, &credential, deadline).await {
             Ok(fresh) => Ok(fresh),
             Err(error) if !matches!(error, RefreshError::Refused { .. }) && !credential.is_expired(now) => {
                 tracing::warn!(
@@ -212,14 +218,14 @@ impl CodexAuth {
         deadline: Deadline,
     ) -> Result<CodexCredential, Failure> {
         let slot = self.slot(session.target.account_id);
-        let mut cached = timeout_at(deadline.at, slot.cached.lock())
+        let mut cached = timeout_at(deadline.at, Arc::clone(&slot.cached).lock_owned())
             .await
             .map_err(|_| deadline.failure())?;
         let credential = resolve(&mut cached, &session.target.credential)?;
         if credential.access_token != refused_token {
             return Ok(credential);
         }
-        self.refresh(&mut cached, session, &credential, deadline)
+        self.refresh(cached, session, &credential, deadline)
             .await
             .map_err(|error| {
                 let context = "the upstream refused the access token (HTTP 401) and refreshing it failed";
@@ -227,26 +233,65 @@ impl CodexAuth {
             })
     }
 
-    /// Refreshes `credential` (the caller holds the account's lock), caches the result and saves
-    /// it to the store.
+    /// Refreshes `credential` with the account's lock held, caches the result and saves it to
+    /// the store, in a task that finishes even if the caller is dropped (the lock goes with it).
     async fn refresh(
         &self,
-        cached: &mut Option<Cached>,
+        cached: CacheGuard,
         session: &Session<'_>,
         credential: &CodexCredential,
         deadline: Deadline,
     ) -> Result<CodexCredential, RefreshError> {
-        let account_id = session.target.account_id;
-        let codex = &session.config.codex;
-        let fresh = refresh::refresh(session.client, codex, credential, now_seconds(), deadline).await?;
+        let refresh = Refresh {
+            cached,
+            client: session.client.clone(),
+            codex: session.config.codex.clone(),
+            credential: credential.clone(),
+            stored: session.target.credential.clone(),
+            account_id: session.target.account_id,
+            store: self.store.clone(),
+            deadline,
+        };
+        tokio::spawn(refresh.run()).await.unwrap_or_else(|error| {
+            Err(RefreshError::Unavailable(format!(
+                "the refresh task failed: {error}"
+            )))
+        })
+    }
+}
+
+/// Everything a refresh needs, owned by the task that runs it.
+struct Refresh {
+    cached: CacheGuard,
+    client: reqwest::Client,
+    codex: crate::client::CodexAuthConfig,
+    credential: CodexCredential,
+    /// The account's stored credential, which the refreshed one replaces.
+    stored: Secret,
+    account_id: i64,
+    store: Option<Arc<dyn CredentialStore>>,
+    deadline: Deadline,
+}
+
+impl Refresh {
+    async fn run(mut self) -> Result<CodexCredential, RefreshError> {
+        let account_id = self.account_id;
+        let fresh = refresh::refresh(
+            &self.client,
+            &self.codex,
+            &self.credential,
+            now_seconds(),
+            self.deadline,
+        )
+        .await?;
         let saved = fresh.to_secret();
-        let mut replaced = cached.take().map(|old| old.replaced).unwrap_or_default();
-        if !replaced.contains(&session.target.credential) {
-            replaced.push(session.target.credential.clone());
+        let mut replaced = self.cached.take().map(|old| old.replaced).unwrap_or_default();
+        if !replaced.contains(&self.stored) {
+            replaced.push(self.stored.clone());
         }
         let excess = replaced.len().saturating_sub(REPLACED_KEPT);
         replaced.drain(..excess);
-        *cached = Some(Cached {
+        *self.cached = Some(Cached {
             credential: fresh.clone(),
             saved: saved.clone(),
             replaced,
