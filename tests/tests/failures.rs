@@ -261,6 +261,39 @@ async fn an_answer_without_an_image_is_retried_a_little_and_not_held_against_the
 }
 
 #[tokio::test]
+async fn streams_that_fail_after_their_headers_open_the_circuit_breaker() {
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[timeouts]\nstandard_secs = 1\n").unwrap();
+    let s = setup_with(&["acct-a"], &["--config", config.path().to_str().unwrap()]);
+    // Each stream starts, then goes quiet past the gateway's deadline.
+    s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 5000}))
+        .await;
+    for _ in 0..3 {
+        let response = s
+            .post_json(
+                "/images/generations",
+                json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true, "partial_images": 1}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let text = response.text().await.unwrap();
+        assert!(text.contains("error"), "{text}");
+    }
+    // Three failures in a row, none of them cancelled out by the headers that came first.
+    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
+        s.dir.path(),
+        &["accounts", "list", "--json"],
+    ))
+    .unwrap();
+    let live = &listed["accounts"][0]["live"];
+    assert_eq!(live["failures"], 3, "{live}");
+    let reasons = live["cooldowns"].to_string();
+    assert!(reasons.contains("circuit breaker"), "{live}");
+}
+
+#[tokio::test]
 async fn a_rejected_credential_marks_the_account_failed_and_moves_on() {
     // acct-a (pro) is preferred over acct-b (plus), so it is tried first.
     let s = setup_custom(

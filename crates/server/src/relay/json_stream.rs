@@ -67,7 +67,7 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
                 Some((Err(CutShort), None))
             }
             None => {
-                passing.completed();
+                passing.completed().await;
                 None
             }
         }
@@ -97,8 +97,15 @@ impl Passing {
         }
     }
 
-    /// Completes the usage record once the document ended.
-    fn completed(&mut self) {
+    /// Records the account's success and completes the usage record once the document ended.
+    async fn completed(&mut self) {
+        if let Err(err) = self
+            .pool
+            .record_outcome(&self.account, &imagegate_dispatch::Outcome::Success)
+            .await
+        {
+            tracing::error!(error = %err, "could not record an upstream outcome");
+        }
         let Some(mut usage) = self.usage.take() else {
             return;
         };

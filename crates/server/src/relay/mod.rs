@@ -88,10 +88,13 @@ pub async fn relay(
         match answer {
             Ok(reply) => {
                 if matches!(reply, Reply::Json { .. }) {
-                    // The body was read whole: the upstream's part is over.
+                    // The body was read whole: the upstream's part is over, and it succeeded.
                     usage.upstream_closed();
+                    record(app, &account, &imagegate_dispatch::Outcome::Success).await;
                 }
-                record(app, &account, &imagegate_dispatch::Outcome::Success).await;
+                // Events and relayed bodies count as a success only once they end cleanly (their
+                // relays record it): an account whose answers fail right after the headers must
+                // still reach its circuit breaker.
                 return Ok(Relayed {
                     reply,
                     lease,

@@ -80,6 +80,9 @@ pub fn relay_events(
                 if let Some(usage) = relay.usage.as_mut() {
                     usage.upstream_closed();
                 }
+                if let Some(held) = &relay.held {
+                    held.record(&imagegate_dispatch::Outcome::Success).await;
+                }
                 relay.finish(None);
                 None
             }
