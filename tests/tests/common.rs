@@ -82,6 +82,11 @@ impl Setup {
             .json(&body)
     }
 
+    /// The accounts with their live state, as `accounts list --json` prints them.
+    pub fn accounts(&self) -> serde_json::Value {
+        serde_json::from_str(&admin(self.dir.path(), &["accounts", "list", "--json"])).unwrap()
+    }
+
     /// Usage records, newest first, as the admin CLI prints them.
     pub fn usage(&self) -> Vec<serde_json::Value> {
         let out = admin(self.dir.path(), &["usage", "list", "--json", "--limit", "100"]);

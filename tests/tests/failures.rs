@@ -89,11 +89,7 @@ async fn a_single_exhausted_account_answers_429_with_retry_after() {
     assert_eq!(s.sim_stats().await["requests"], 1);
 
     // The operator sees why, and until when, through the admin CLI.
-    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
-        s.dir.path(),
-        &["accounts", "list", "--json"],
-    ))
-    .unwrap();
+    let listed = s.accounts();
     let live = &listed["accounts"][0]["live"];
     assert_eq!(listed["accounts"][0]["name"], "acct-a");
     assert_eq!(live["limits"]["large"], 1);
@@ -249,11 +245,7 @@ async fn an_answer_without_an_image_is_retried_a_little_and_not_held_against_the
     assert_eq!(response.status(), 502);
     // One try and the two retries of a transient failure, not one try per account.
     assert_eq!(s.sim_stats().await["requests"], 3);
-    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
-        s.dir.path(),
-        &["accounts", "list", "--json"],
-    ))
-    .unwrap();
+    let listed = s.accounts();
     for account in listed["accounts"].as_array().unwrap() {
         assert_eq!(account["live"]["failures"], 0, "{account}");
         assert_eq!(account["live"]["cooldowns"], json!([]), "{account}");
@@ -282,11 +274,7 @@ async fn streams_that_fail_after_their_headers_open_the_circuit_breaker() {
         assert!(text.contains("error"), "{text}");
     }
     // Three failures in a row, none of them cancelled out by the headers that came first.
-    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
-        s.dir.path(),
-        &["accounts", "list", "--json"],
-    ))
-    .unwrap();
+    let listed = s.accounts();
     let live = &listed["accounts"][0]["live"];
     assert_eq!(live["failures"], 3, "{live}");
     let reasons = live["cooldowns"].to_string();
@@ -314,11 +302,7 @@ async fn a_rejected_credential_marks_the_account_failed_and_moves_on() {
     let stats = s.sim_stats().await;
     assert_eq!(stats["by_token"][credential("acct-a")]["requests"], 1, "{stats}");
     assert_eq!(stats["by_token"][credential("acct-b")]["requests"], 3, "{stats}");
-    let listed: Value = serde_json::from_str(&imagegate_e2e::admin(
-        s.dir.path(),
-        &["accounts", "list", "--json"],
-    ))
-    .unwrap();
+    let listed = s.accounts();
     let a = listed["accounts"]
         .as_array()
         .unwrap()
