@@ -41,6 +41,13 @@ pub fn setup() -> Setup {
     setup_with(&["acct-a"], &[])
 }
 
+/// [`setup`], with the gateway reading `config` (TOML) at start, e.g. for shorter timeouts.
+pub fn setup_with_config(config: &str) -> Setup {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), config).unwrap();
+    setup_with(&["acct-a"], &["--config", file.path().to_str().unwrap()])
+}
+
 pub fn setup_with(accounts: &[&str], gateway_args: &[&str]) -> Setup {
     let accounts: Vec<(&str, &[&str])> = accounts
         .iter()

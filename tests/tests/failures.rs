@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{credential, setup, setup_custom, setup_with};
+use common::{credential, setup, setup_custom, setup_with, setup_with_config};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -165,9 +165,7 @@ async fn shutdown_lets_an_in_flight_request_finish_and_flushes_its_usage() {
 
 #[tokio::test]
 async fn a_request_still_running_when_the_grace_period_ends_is_recorded_before_exit() {
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[timeouts]\nshutdown_grace_secs = 1\n").unwrap();
-    let mut s = setup_with(&["acct-a"], &["--config", config.path().to_str().unwrap()]);
+    let mut s = setup_with_config("[timeouts]\nshutdown_grace_secs = 1\n");
     s.sim_fault(json!({"fault": "stall", "stall_ms": 10000})).await;
     let in_flight = tokio::spawn(s.post_json("/images/generations", small_generation()).send());
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -254,9 +252,7 @@ async fn an_answer_without_an_image_is_retried_a_little_and_not_held_against_the
 
 #[tokio::test]
 async fn streams_that_fail_after_their_headers_open_the_circuit_breaker() {
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[timeouts]\nstandard_secs = 1\n").unwrap();
-    let s = setup_with(&["acct-a"], &["--config", config.path().to_str().unwrap()]);
+    let s = setup_with_config("[timeouts]\nstandard_secs = 1\n");
     // Each stream starts, then goes quiet past the gateway's deadline.
     s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 5000}))
         .await;

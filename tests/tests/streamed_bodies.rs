@@ -7,7 +7,7 @@
 mod common;
 
 use base64::Engine as _;
-use common::{setup, setup_with};
+use common::{setup, setup_with_config};
 use futures::StreamExt;
 use imagegate_e2e::png_noise;
 use serde_json::{Value, json};
@@ -81,9 +81,7 @@ async fn a_client_that_hangs_up_before_the_usage_is_still_billed_for_the_image()
 
 #[tokio::test]
 async fn an_upstream_dying_mid_body_cuts_the_client_and_records_a_failure() {
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[timeouts]\nstandard_secs = 2\n").unwrap();
-    let s = setup_with(&["acct-a"], &["--config", config.path().to_str().unwrap()]);
+    let s = setup_with_config("[timeouts]\nstandard_secs = 2\n");
     // The simulator sends the body up to a few bytes into the image, then goes quiet past the
     // gateway's deadline.
     s.sim_fault(json!({"fault": "stall_body", "stall_ms": 30000}))

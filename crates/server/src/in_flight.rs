@@ -25,6 +25,7 @@ use tokio_util::task::TaskTracker;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::http::error::HttpError;
+use crate::http::taken_body::TakenBody;
 
 /// The requests in flight, and the signal that abandons them.
 #[derive(Debug, Clone, Default)]
@@ -73,14 +74,14 @@ impl Entered {
 /// Runs the handler until it answers or the request is abandoned, and ends its answer's body
 /// early when the request is abandoned while the body is being sent.
 pub async fn layer(State(in_flight): State<InFlight>, request: Request, next: Next) -> Response {
-    let abandon = in_flight.abandon.clone();
+    let abandon = in_flight.abandon;
     let response = tokio::select! {
         response = next.run(request) => response,
         () = abandon.cancelled() => return shutting_down(),
     };
     response.map(|body| {
         Body::new(Abandonable {
-            inner: Some(body),
+            body: TakenBody::new(body),
             abandoned: Box::pin(abandon.cancelled_owned()),
         })
     })
@@ -96,7 +97,7 @@ fn shutting_down() -> Response {
 
 /// An answer's body that ends with an error (the client's connection is cut) when abandoned.
 struct Abandonable {
-    inner: Option<Body>,
+    body: TakenBody,
     abandoned: BoxFuture<'static, ()>,
 }
 
@@ -114,24 +115,19 @@ impl http_body::Body for Abandonable {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = self.get_mut();
-        let Some(inner) = this.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        if this.abandoned.as_mut().poll(cx).is_ready() {
-            this.inner = None;
+        if !this.body.has_ended() && this.abandoned.as_mut().poll(cx).is_ready() {
+            this.body.take();
             return Poll::Ready(Some(Err(axum::Error::new(Abandoned))));
         }
-        Pin::new(inner).poll_frame(cx)
+        Pin::new(&mut this.body).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(http_body::Body::is_end_stream)
+        self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(|| http_body::SizeHint::with_exact(0), http_body::Body::size_hint)
+        self.body.size_hint()
     }
 }
 
@@ -162,7 +158,7 @@ mod tests {
         let abandon = CancellationToken::new();
         let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
         let mut body = Abandonable {
-            inner: Some(Body::from_stream(rx)),
+            body: TakenBody::new(Body::from_stream(rx)),
             abandoned: Box::pin(abandon.clone().cancelled_owned()),
         };
         tx.unbounded_send(Ok(Bytes::from_static(b"first"))).unwrap();

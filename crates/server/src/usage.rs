@@ -3,14 +3,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::in_flight::Entered;
 use imagegate_domain::{ImageParams, ImageSize, SizeClass, Usage};
 use imagegate_store::{AuthContext, Timestamp, TokenCounts, UsageRecord, UsageSink};
 
+use crate::in_flight::Entered;
 use crate::metrics::{InFlight, Metrics, RequestObservation};
 
 /// A usage record being filled in while the request runs. Dropping it unfinished records the
-/// request as abandoned by the client (status 499), so no request goes unrecorded.
+/// request as abandoned by the client (status 499), or by the shutdown (503), so no request goes
+/// unrecorded.
 #[derive(Debug)]
 pub struct UsageRecorder {
     record: Option<UsageRecord>,

@@ -18,6 +18,8 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt as _;
 
+use crate::http::taken_body::TakenBody;
+
 /// Most bytes of an abandoned body read (and discarded) after the answer.
 pub const LINGER_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest time spent reading an abandoned body.
@@ -31,14 +33,12 @@ pub async fn layer(request: Request, next: axum::middleware::Next) -> axum::resp
 
 /// A request body that is read to its end, within bounds, when dropped before it.
 #[derive(Debug)]
-pub struct Lingering {
-    inner: Option<Body>,
-}
+pub struct Lingering(TakenBody);
 
 impl Lingering {
     /// Wraps `inner`.
     pub fn new(inner: Body) -> Self {
-        Lingering { inner: Some(inner) }
+        Lingering(TakenBody::new(inner))
     }
 }
 
@@ -50,31 +50,21 @@ impl http_body::Body for Lingering {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let this = self.get_mut();
-        let Some(inner) = this.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        let polled = Pin::new(inner).poll_frame(cx);
-        if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
-            this.inner = None;
-        }
-        polled
+        Pin::new(&mut self.get_mut().0).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(http_body::Body::is_end_stream)
+        self.0.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), http_body::Body::size_hint)
+        self.0.size_hint()
     }
 }
 
 impl Drop for Lingering {
     fn drop(&mut self) {
-        let Some(rest) = self.inner.take() else {
+        let Some(rest) = self.0.take() else {
             return;
         };
         if http_body::Body::is_end_stream(&rest) {

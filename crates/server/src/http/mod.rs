@@ -9,6 +9,7 @@ mod misc;
 pub mod request_id;
 mod responses;
 mod serve_call;
+pub mod taken_body;
 
 use std::sync::Arc;
 

@@ -77,9 +77,8 @@ pub async fn serve_images(
         .map(|r| (r, None));
     if fallback_enabled {
         for step in fallback::ladder(params) {
-            match &result {
-                Err(failure) if worth_a_fallback(failure) => {}
-                _ => break,
+            if !matches!(&result, Err(failure) if worth_a_fallback(failure)) {
+                break;
             }
             tracing::info!(change = %step.change, "trying the fallback ladder");
             result = relay_call(app, caller, call.with(&step.params), &mut usage)

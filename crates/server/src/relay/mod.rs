@@ -43,7 +43,7 @@ pub struct Relayed {
     pub switches: u32,
 }
 
-/// Why relaying failed, and which account was tried last.
+/// Why relaying failed (the usage recorder already knows which account was tried last).
 #[derive(Debug)]
 pub struct RelayFailure {
     pub error: HttpError,
