@@ -202,9 +202,12 @@ impl Flusher {
             }
             match self.attempt(&batch).await {
                 Ok(inserted) => {
-                    self.on_written(&batch, inserted).await;
+                    // Counted as soon as the rows are committed: `on_written` then moves the keys'
+                    // `last_used_at` in a transaction of its own, and the counters must not lag
+                    // behind what the database already shows.
                     let len = u64::try_from(batch.len()).unwrap_or(u64::MAX);
                     self.counters.replayed.fetch_add(len, Ordering::Relaxed);
+                    self.on_written(&batch, inserted).await;
                 }
                 Err(error) => {
                     result = Err(error);

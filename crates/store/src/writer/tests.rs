@@ -16,6 +16,9 @@ struct FakeBackend {
     priority: Mutex<Option<WriterPriority>>,
     /// The priority each successful batch was written at.
     priorities: Mutex<Vec<WriterPriority>>,
+    /// While set, `touch_keys` waits (until `touches_released` is notified).
+    hold_touches: AtomicBool,
+    touches_released: tokio::sync::Notify,
 }
 
 impl FakeBackend {
@@ -43,6 +46,9 @@ impl UsageBackend for FakeBackend {
     }
 
     async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()> {
+        while self.hold_touches.load(Ordering::SeqCst) {
+            self.touches_released.notified().await;
+        }
         self.touches.lock().unwrap().extend_from_slice(uses);
         Ok(())
     }
@@ -301,6 +307,31 @@ async fn batches_go_to_the_spool_while_the_database_is_down_and_are_replayed_aft
         0,
         "the emptied spool file is removed"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn replayed_records_are_counted_as_soon_as_they_are_in_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let cfg = UsageWriterConfig {
+        flush_interval: Duration::from_millis(200),
+        ..config()
+    };
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, Some(spool));
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().spooled == 3).await;
+    backend.hold_touches.store(true, Ordering::SeqCst);
+    backend.fail_always.store(false, Ordering::SeqCst);
+    wait_until(|| backend.written_ids().len() == 3).await;
+    // The rows are in while the keys' `last_used_at` update still waits: the counter says so.
+    assert_eq!(sink.stats().replayed, 3);
+    backend.hold_touches.store(false, Ordering::SeqCst);
+    backend.touches_released.notify_one();
+    assert_eq!(writer.shutdown().await.unwrap().replayed, 3);
 }
 
 #[tokio::test(start_paused = true)]
