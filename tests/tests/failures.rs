@@ -251,6 +251,49 @@ async fn an_answer_without_an_image_is_retried_a_little_and_not_held_against_the
 }
 
 #[tokio::test]
+async fn a_stream_that_fails_before_its_first_event_moves_to_another_account() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    // The first call answers 200 and an event stream that ends without a single event.
+    s.sim_fault(json!({"fault": "no_image", "times": 1})).await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("image_generation.completed"), "{text}");
+    assert!(!text.contains("error"), "{text}");
+    assert_eq!(s.sim_stats().await["requests"], 2);
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 200, "{:?}", records[0]);
+    assert_eq!(records[0]["images"], 1, "{:?}", records[0]);
+}
+
+#[tokio::test]
+async fn a_stream_that_fails_before_its_first_event_on_every_try_is_an_http_error() {
+    let s = setup_with(&["acct-a", "acct-b", "acct-c", "acct-d"], &[]);
+    s.sim_fault(json!({"fault": "no_image"})).await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    // Nothing reached the client before the failure, so it gets a status it (and its SDK's
+    // retries) can act on, not a 200 with an error frame.
+    assert_eq!(response.status(), 502);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "upstream_request_failed", "{body}");
+    assert_eq!(s.sim_stats().await["requests"], 3);
+}
+
+#[tokio::test]
 async fn streams_that_fail_after_their_headers_open_the_circuit_breaker() {
     let s = setup_with_config("[timeouts]\nstandard_secs = 1\n");
     // Each stream starts, then goes quiet past the gateway's deadline.

@@ -112,6 +112,11 @@ pub struct FailoverConfig {
     pub transient_retries: u32,
     /// How long a request waits for a busy pool before 429.
     pub queue_wait_secs: u64,
+    /// How long a streamed answer waits for its first event before the client gets the headers: a
+    /// stream that fails before its first event is failed over like any failed call instead of
+    /// reaching the client as an error frame. At most the keepalive interval, so the client's first
+    /// byte never comes later than a keepalive would have.
+    pub first_event_wait_secs: u64,
 }
 
 impl Default for FailoverConfig {
@@ -120,6 +125,7 @@ impl Default for FailoverConfig {
             max_switches: 3,
             transient_retries: 2,
             queue_wait_secs: 30,
+            first_event_wait_secs: 10,
         }
     }
 }
@@ -252,6 +258,12 @@ impl Config {
             agent_user_agents,
             codex: file.codex,
         })
+    }
+
+    /// How long a streamed answer's headers wait for its first event (see
+    /// [`FailoverConfig::first_event_wait_secs`]): never longer than the keepalive interval.
+    pub fn first_event_wait(&self) -> Duration {
+        Duration::from_secs(self.failover.first_event_wait_secs).min(self.timeouts.keepalive())
     }
 
     /// The model catalog the domain validates against.

@@ -4,8 +4,11 @@
 //! `max_switches` times and with at most `transient_retries` retries of transient errors, with a
 //! small jittered pause before a transient retry. Validation and policy errors go back to the
 //! client untouched and never cost the account anything. Nothing here runs once a byte reached the
-//! client: the handlers only start answering with the [`Relayed`] reply in hand.
+//! client: the handlers only start answering with the [`Relayed`] reply in hand. A stream is handed
+//! over once its first event is in (or after a short wait), so one that fails before it is failed
+//! over too.
 
+mod first_event;
 pub mod held;
 pub mod json;
 pub mod json_stream;
@@ -84,7 +87,10 @@ pub async fn relay(
         };
         usage.account(account.as_str().parse::<i64>().ok());
         usage.upstream_started();
-        let answer = app.upstream.call(&target, request.call, request.deadline).await;
+        let answer = match app.upstream.call(&target, request.call, request.deadline).await {
+            Ok(reply) => first_event::settle(reply, app.config.first_event_wait()).await,
+            failed => failed,
+        };
         match answer {
             Ok(reply) => {
                 if matches!(reply, Reply::Json { .. }) {

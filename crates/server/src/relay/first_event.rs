@@ -1,0 +1,122 @@
+//! Waiting, briefly, for a stream's first event before the client gets the headers.
+//!
+//! An upstream that accepts a streaming call and then fails before its first event (an `error`
+//! event, a stream that ends at once) would otherwise reach the client as a 200 followed by an
+//! error frame, past the point where another account can be tried. Holding the headers until the
+//! first event, for at most a short wait, turns that into an ordinary failed call.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use imagegate_upstream::{Failure, Reply};
+
+/// `reply` once its first event is in (the event is put back in front of the rest), or once `wait`
+/// passed without one; a stream whose first item is a failure, or that ends before any event, is
+/// that failure. Other replies are returned as they are.
+pub async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
+    let Reply::Events(mut events) = reply else {
+        return Ok(reply);
+    };
+    // Dropping `next()` after the wait loses nothing: the stream keeps the event in progress.
+    match tokio::time::timeout(wait, events.next()).await {
+        Err(_quiet) => Ok(Reply::Events(events)),
+        Ok(Some(Ok(first))) => Ok(Reply::Events(
+            futures::stream::once(async move { Ok(first) })
+                .chain(events)
+                .boxed(),
+        )),
+        Ok(Some(Err(failure))) => Err(failure),
+        Ok(None) => Err(Failure::transient(
+            "the upstream stream ended before its first event",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::stream;
+    use imagegate_codec::sse::SseEvent;
+    use imagegate_upstream::FailureKind;
+
+    use super::*;
+
+    fn event(name: &str) -> SseEvent {
+        SseEvent {
+            event: Some(name.to_owned()),
+            data: "{}".to_owned(),
+            id: None,
+        }
+    }
+
+    async fn names(reply: Reply) -> Vec<String> {
+        let Reply::Events(events) = reply else {
+            panic!("not a stream: {reply:?}");
+        };
+        events
+            .map(|item| match item {
+                Ok(event) => event.event.unwrap_or_default(),
+                Err(failure) => format!("failure: {}", failure.message),
+            })
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_stream_failing_before_its_first_event_is_a_failed_call() {
+        let events = stream::iter([Err(Failure::new(FailureKind::Transient, "boom"))]).boxed();
+        let failure = settle(Reply::Events(events), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(failure.kind, FailureKind::Transient);
+        assert_eq!(failure.message, "boom");
+    }
+
+    #[tokio::test]
+    async fn a_stream_ending_before_any_event_is_a_transient_failure() {
+        let events = stream::empty().boxed();
+        let failure = settle(Reply::Events(events), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(failure.kind, FailureKind::Transient);
+    }
+
+    #[tokio::test]
+    async fn the_first_event_is_kept_in_front_of_the_rest() {
+        let events = stream::iter([
+            Ok(event("a")),
+            Ok(event("b")),
+            Err(Failure::new(FailureKind::Transient, "late")),
+        ])
+        .boxed();
+        let reply = settle(Reply::Events(events), Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(names(reply).await, ["a", "b", "failure: late"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_stream_is_answered_after_the_wait_and_loses_nothing() {
+        let slow = stream::once(async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(event("late"))
+        });
+        let events = slow.chain(stream::iter([Ok(event("next"))])).boxed();
+        let started = tokio::time::Instant::now();
+        let reply = settle(Reply::Events(events), Duration::from_secs(2))
+            .await
+            .unwrap();
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        assert_eq!(names(reply).await, ["late", "next"]);
+    }
+
+    #[tokio::test]
+    async fn other_replies_pass_untouched() {
+        let reply = Reply::Json {
+            body: bytes::Bytes::from_static(b"{}"),
+            request_id: None,
+            summary: None,
+        };
+        let settled = settle(reply, Duration::ZERO).await.unwrap();
+        assert!(matches!(settled, Reply::Json { .. }));
+    }
+}
