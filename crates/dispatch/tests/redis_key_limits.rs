@@ -224,3 +224,30 @@ async fn an_unreachable_redis_is_a_backend_error() {
         "no limits, no Redis needed"
     );
 }
+
+#[tokio::test]
+async fn an_admission_abandoned_while_redis_answers_gives_its_permit_back() {
+    use futures::FutureExt;
+
+    let prefix = TestPrefix::new();
+    let (gate, _clock) = gate(&prefix);
+    let limits = concurrency(1);
+    // The connection is up and the script loaded, so the next admission's first poll sends it.
+    drop(gate.admit("k", limits).await.unwrap());
+    // A client that went away while Redis was answering.
+    let abandoned = gate.admit("k", limits).now_or_never();
+    assert!(abandoned.is_none(), "the first poll waits for Redis");
+    let key_seq = format!("{}key-seq", prefix.prefix);
+    let mut redis = redis_support::sync_connection();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let issued: Option<u64> = redis::cmd("GET").arg(&key_seq).query(&mut redis).unwrap();
+        // The abandoned admission took a second permit; once it is given back the key admits again
+        // (a leaked permit would count for 15 minutes).
+        if issued == Some(2) && gate.admit("k", limits).await.is_ok() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "key-seq {issued:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

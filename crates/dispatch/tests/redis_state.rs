@@ -367,3 +367,36 @@ async fn a_cancelled_acquisition_does_not_lose_the_releases_it_carried() {
         "the release went back to the queue and reached Redis"
     );
 }
+
+#[tokio::test]
+async fn an_acquisition_abandoned_while_redis_answers_gives_its_slot_back() {
+    use futures::FutureExt;
+
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(1, 1)];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    // The connection is up and the script loaded, so the next acquisition's first poll sends it.
+    drop(pool.acquire(&image(SizeClass::Large)).await.unwrap());
+    // A client that went away while Redis was answering.
+    let abandoned = pool.acquire(&image(SizeClass::Large)).now_or_never();
+    assert!(abandoned.is_none(), "the first poll waits for Redis");
+    let lease_seq = format!("{}lease-seq", prefix.prefix);
+    let mut redis = sync_connection();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let granted: Option<u64> = redis::cmd("GET").arg(&lease_seq).query(&mut redis).unwrap();
+        let snapshot = pool.snapshot().await.unwrap();
+        // The abandoned acquisition took a second lease, and nobody holds it.
+        if granted == Some(2) && snapshot.accounts[0].in_flight.large == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "lease-seq {granted:?}, in flight {:?}",
+            snapshot.accounts[0].in_flight
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+}

@@ -8,19 +8,19 @@
 //! atomic on its own: a slot freed in a better band between two chunks is simply not seen, as if
 //! the request had come a moment earlier.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
-use super::class_name;
-use super::release::{Release, push_args};
+use super::release::{Release, ReleaseQueue, push_args};
 use super::reply::{number, tagged, text};
+use super::{Keys, class_name};
 use crate::account::SizeClass;
 use crate::clock::UnixMillis;
 use crate::error::StateError;
 use crate::select::Candidate;
-use crate::state::{Acquire, AcquireRequest};
+use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId};
 
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/acquire.lua")));
 
@@ -116,6 +116,50 @@ fn other_class(class: SizeClass) -> SizeClass {
         SizeClass::Large => SizeClass::Standard,
         SizeClass::Standard => SizeClass::Large,
     }
+}
+
+/// One acquisition: the ranked candidates sent chunk by chunk until one grants or none is left,
+/// with the replica's queued releases riding along on the first script call.
+pub(crate) async fn acquire(
+    mut connection: ConnectionManager,
+    keys: Keys,
+    releases: Arc<ReleaseQueue>,
+    request: AcquireRequest,
+) -> Result<Acquire, StateError> {
+    let picked = eligible_candidates(&request);
+    let mut releases = releases.take_for_call();
+    let mut verdict = Verdict::default();
+    for chunk in chunks(&picked) {
+        let answer = run_chunk(
+            &mut connection,
+            keys.prefix(),
+            &request,
+            chunk,
+            releases.releases(),
+        )
+        .await?;
+        // Sent with the first chunk.
+        releases.sent();
+        match answer {
+            ChunkAnswer::Granted { index, lease } => {
+                let account = request
+                    .candidates
+                    .entries()
+                    .get(index)
+                    .map(|c| c.id.clone())
+                    .ok_or_else(bad_reply)?;
+                return Ok(Acquire::Granted(LeaseGrant {
+                    id: LeaseId(lease),
+                    account,
+                    class: request.class,
+                    expires_at: request.now.plus(request.lease_ttl),
+                }));
+            }
+            ChunkAnswer::None { busy, earliest_reset } => verdict.add(busy, earliest_reset),
+        }
+    }
+    // With no candidate nothing was sent: the releases go back to the background task.
+    Ok(verdict.into_acquire())
 }
 
 fn bad_reply() -> StateError {

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
+use super::detached::run_to_the_end;
 use super::release::{Release, ReleaseQueue, push_args};
 use super::reply::{number, tagged};
 use super::{Keys, RedisConfig};
@@ -100,21 +101,66 @@ impl KeyLimiter for RedisKeyLimiter {
         if limits.max_concurrency.is_none() && limits.requests_per_minute.is_none() {
             return Ok(KeyAdmission { token: None });
         }
+        let call = Admission {
+            connection: self.connection.clone(),
+            releases: Arc::clone(&self.releases),
+            permits: self.keys.key_permits(key),
+            starts: self.keys.key_starts(key),
+            seq: self.keys.key_seq(),
+            limits,
+            now,
+            permit_ttl: self.permit_ttl,
+            concurrency_retry_after: self.concurrency_retry_after,
+        };
+        let releases = Arc::clone(&self.releases);
+        let set = call.permits.clone();
+        let give_back = move |unclaimed: KeyAdmission| {
+            if let Some(member) = unclaimed.token {
+                releases.push(Release { set, member });
+            }
+        };
+        let lost = || KeyLimitError::Backend("redis: the key admission task failed".to_owned());
+        run_to_the_end(call.run(), give_back, lost).await
+    }
+
+    fn release_detached(&self, key: &str, token: u64) {
+        self.releases.push(Release {
+            set: self.keys.key_permits(key),
+            member: token,
+        });
+    }
+}
+
+/// One key admission, with everything it needs owned (it runs in a task of its own).
+struct Admission {
+    connection: ConnectionManager,
+    releases: Arc<ReleaseQueue>,
+    permits: String,
+    starts: String,
+    seq: String,
+    limits: KeyLimits,
+    now: UnixMillis,
+    permit_ttl: Duration,
+    concurrency_retry_after: Duration,
+}
+
+impl Admission {
+    async fn run(mut self) -> Result<KeyAdmission, KeyLimitError> {
+        let Self { limits, now, .. } = self;
         let mut releases = self.releases.take_for_call();
         let mut invocation = KEY_ADMIT.prepare_invoke();
         invocation
-            .key(self.keys.key_permits(key))
-            .key(self.keys.key_starts(key))
-            .key(self.keys.key_seq())
+            .key(&self.permits)
+            .key(&self.starts)
+            .key(&self.seq)
             .arg(now.0)
             .arg(limit_arg(limits.max_concurrency))
             .arg(limit_arg(limits.requests_per_minute))
             .arg(now.plus(self.permit_ttl).0)
             .arg(u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX));
         push_args(&mut invocation, releases.releases());
-        let mut connection = self.connection.clone();
         let reply: Value = invocation
-            .invoke_async(&mut connection)
+            .invoke_async(&mut self.connection)
             .await
             .map_err(|e| KeyLimitError::Backend(format!("redis: key admission failed: {e}")))?;
         releases.sent();
@@ -151,12 +197,5 @@ impl KeyLimiter for RedisKeyLimiter {
             }
             _ => Err(bad_reply()),
         }
-    }
-
-    fn release_detached(&self, key: &str, token: u64) {
-        self.releases.push(Release {
-            set: self.keys.key_permits(key),
-            member: token,
-        });
     }
 }

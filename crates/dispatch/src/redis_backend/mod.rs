@@ -36,8 +36,9 @@
 //! [`RedisConfig::response_timeout`]. A lost release (Redis unreachable when it is sent) is
 //! retried by the background task and, failing that, recovered when the lease's TTL runs out; a
 //! replica that crashes holding leases loses them the same way. Releases carried by a call that
-//! fails or is cancelled go back to the queue; an acquisition cancelled after Redis granted it
-//! (its reply never read) holds its slot until the TTL. While Redis is down the server is
+//! fails or is cancelled go back to the queue. Acquisitions and key admissions run to their end
+//! in a task of their own: one whose caller went away while Redis answered gives its slot or
+//! permit back instead of holding it until the TTL. While Redis is down the server is
 //! expected to keep serving from local state: [`crate::FallbackPoolState`] does that.
 //!
 //! Redis Cluster is not supported as such: scripts derive account keys from the prefix. With a
@@ -69,6 +70,7 @@
 //! ```
 
 mod acquire;
+mod detached;
 mod health;
 mod key_limiter;
 mod pool;

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
-use super::acquire::{ChunkAnswer, Verdict, chunks, eligible_candidates, run_chunk};
+use super::acquire::acquire;
+use super::detached::run_to_the_end;
 use super::health::{self, Unreadable, UpdateLocks};
 use super::release::{Release, ReleaseQueue, push_args};
 use super::reply::{number, text};
@@ -19,7 +20,7 @@ use crate::clock::UnixMillis;
 use crate::error::StateError;
 use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
 use crate::select::{AccountRuntime, ClassCounts};
-use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
+use crate::state::{Acquire, AcquireRequest, LeaseId, PoolState, StateSnapshot};
 
 static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/renew.lua")));
 static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/snapshot.lua")));
@@ -104,38 +105,29 @@ fn bad_reply(operation: &str) -> StateError {
 #[async_trait]
 impl PoolState for RedisPoolState {
     async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
-        let picked = eligible_candidates(request);
-        let mut releases = self.releases.take_for_call();
-        let mut connection = self.connection.clone();
-        let mut verdict = Verdict::default();
-        for chunk in chunks(&picked) {
-            let prefix = self.keys.prefix();
-            let answer = run_chunk(&mut connection, prefix, request, chunk, releases.releases()).await?;
-            // Sent with the first chunk.
-            releases.sent();
-            match answer {
-                ChunkAnswer::Granted { index, lease } => {
-                    let account = request
-                        .candidates
-                        .entries()
-                        .get(index)
-                        .map(|c| c.id.clone())
-                        .ok_or_else(|| bad_reply("acquire"))?;
-                    let id = LeaseId(lease);
-                    self.lease_sets()
-                        .insert(id, self.keys.leases(&account, request.class));
-                    return Ok(Acquire::Granted(LeaseGrant {
-                        id,
-                        account,
-                        class: request.class,
-                        expires_at: request.now.plus(request.lease_ttl),
-                    }));
-                }
-                ChunkAnswer::None { busy, earliest_reset } => verdict.add(busy, earliest_reset),
+        let call = acquire(
+            self.connection.clone(),
+            self.keys.clone(),
+            Arc::clone(&self.releases),
+            request.clone(),
+        );
+        let keys = self.keys.clone();
+        let releases = Arc::clone(&self.releases);
+        let give_back = move |unclaimed: Acquire| {
+            if let Acquire::Granted(grant) = unclaimed {
+                releases.push(Release {
+                    set: keys.leases(&grant.account, grant.class),
+                    member: grant.id.0,
+                });
             }
+        };
+        let lost = || StateError::Backend("redis: the acquisition task failed".to_owned());
+        let acquired = run_to_the_end(call, give_back, lost).await?;
+        if let Acquire::Granted(grant) = &acquired {
+            self.lease_sets()
+                .insert(grant.id, self.keys.leases(&grant.account, grant.class));
         }
-        // With no candidate nothing was sent: the releases go back to the background task.
-        Ok(verdict.into_acquire())
+        Ok(acquired)
     }
 
     fn release_detached(&self, lease: LeaseId) {
