@@ -232,6 +232,27 @@ async fn a_client_that_leaves_during_the_upstream_call_is_recorded_with_its_acco
 }
 
 #[tokio::test]
+async fn a_client_that_leaves_after_a_failover_is_recorded_with_the_failover() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    // The first account called fails; the second one holds the request until the client leaves.
+    s.sim_fault(json!({"fault": "500", "times": 1})).await;
+    s.sim_fault(json!({"fault": "stall", "stall_ms": 5000})).await;
+    let sent = s
+        .post_json("/images/generations", small_generation())
+        .timeout(Duration::from_millis(1500))
+        .send()
+        .await;
+    assert!(sent.unwrap_err().is_timeout());
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
+    assert_eq!(
+        records[0]["fallback_note"], "failed over 1 time(s)",
+        "{:?}",
+        records[0]
+    );
+}
+
+#[tokio::test]
 async fn an_answer_without_an_image_is_retried_a_little_and_not_held_against_the_accounts() {
     let s = setup_with(&["acct-a", "acct-b", "acct-c", "acct-d"], &[]);
     s.sim_fault(json!({"fault": "no_image"})).await;

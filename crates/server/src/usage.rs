@@ -24,6 +24,8 @@ pub struct UsageRecorder {
     upstream: Duration,
     /// When the upstream call whose answer is being relayed began (its end is not known yet).
     upstream_open: Option<Instant>,
+    /// Accounts left for another one so far, over every try of the request.
+    switches: u32,
     /// The request's place among those in flight, left once the record is submitted.
     entered: Entered,
 }
@@ -75,6 +77,7 @@ impl UsageRecorder {
             size_class: None,
             upstream: Duration::ZERO,
             upstream_open: None,
+            switches: 0,
             entered,
         }
     }
@@ -122,6 +125,12 @@ impl UsageRecorder {
     /// The account currently serving the request.
     pub fn account(&mut self, account_id: Option<i64>) {
         self.with(|r| r.account_id = account_id.map(imagegate_store::AccountId));
+    }
+
+    /// The request left an account for another one (noted in the record when it is submitted, so
+    /// an abandoned request's record has it too, and the tries of a fallback ladder add up).
+    pub fn failed_over(&mut self) {
+        self.switches = self.switches.saturating_add(1);
     }
 
     /// A note on what failover or a fallback changed.
@@ -199,6 +208,10 @@ impl UsageRecorder {
         let elapsed = self.started.elapsed();
         let latency = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         self.upstream_closed();
+        if self.switches > 0 {
+            self.note(format!("failed over {} time(s)", self.switches));
+            self.switches = 0;
+        }
         if let Some(mut record) = self.record.take() {
             if record.status == CLIENT_CLOSED && self.entered.abandoned() {
                 // Not the client: the shutdown's grace period ended first.

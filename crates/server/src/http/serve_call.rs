@@ -19,7 +19,7 @@ use crate::relay::held::Held;
 use crate::relay::json::{images_body, responses_body};
 use crate::relay::json_stream::streamed_images_body;
 use crate::relay::stream::{StreamKind, relay_events};
-use crate::relay::{RelayFailure, RelayRequest, Relayed, relay};
+use crate::relay::{RelayRequest, Relayed, relay};
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
 
@@ -77,7 +77,7 @@ pub async fn serve_images(
         .map(|r| (r, None));
     if fallback_enabled {
         for step in fallback::ladder(params) {
-            if !matches!(&result, Err(failure) if worth_a_fallback(failure)) {
+            if !matches!(&result, Err(error) if worth_a_fallback(error)) {
                 break;
             }
             tracing::info!(change = %step.change, "trying the fallback ladder");
@@ -100,14 +100,14 @@ pub async fn serve_images(
             }
             response
         }
-        Err(failure) => fail_relay(usage, failure),
+        Err(error) => fail(usage, error),
     }
 }
 
 /// Only upstream failures (not refusals, validation or exhausted pools) make a cheaper try useful.
-fn worth_a_fallback(failure: &RelayFailure) -> bool {
+fn worth_a_fallback(error: &HttpError) -> bool {
     matches!(
-        failure.error.api.kind,
+        error.api.kind,
         ErrorKind::UpstreamFailed | ErrorKind::UpstreamTimeout
     )
 }
@@ -125,7 +125,7 @@ pub async fn serve(
     };
     match relay_call(app, caller, call, &mut usage).await {
         Ok(relayed) => respond(app, relayed, call.kind, usage, permit),
-        Err(failure) => fail_relay(usage, failure),
+        Err(error) => fail(usage, error),
     }
 }
 
@@ -149,7 +149,7 @@ async fn relay_call(
     caller: &AuthContext,
     call: ServeCall<'_>,
     usage: &mut UsageRecorder,
-) -> Result<Relayed, RelayFailure> {
+) -> Result<Relayed, HttpError> {
     let group = GroupId::new(&caller.group_id.to_string());
     let request = RelayRequest {
         group: &group,
@@ -161,13 +161,6 @@ async fn relay_call(
     relay(app, request, usage).await
 }
 
-fn fail_relay(mut usage: UsageRecorder, failure: RelayFailure) -> Response {
-    if failure.switches > 0 {
-        usage.note(format!("failed over {} time(s)", failure.switches));
-    }
-    fail(usage, failure.error)
-}
-
 fn respond(
     app: &AppState,
     relayed: Relayed,
@@ -175,9 +168,6 @@ fn respond(
     mut usage: UsageRecorder,
     permit: Option<KeyPermit>,
 ) -> Response {
-    if relayed.switches > 0 {
-        usage.note(format!("failed over {} time(s)", relayed.switches));
-    }
     let held = Held {
         lease: relayed.lease,
         permit,

@@ -43,27 +43,19 @@ pub struct RelayRequest<'a> {
 pub struct Relayed {
     pub reply: Reply,
     pub lease: Lease,
-    pub switches: u32,
-}
-
-/// Why relaying failed (the usage recorder already knows which account was tried last).
-#[derive(Debug)]
-pub struct RelayFailure {
-    pub error: HttpError,
-    pub switches: u32,
 }
 
 /// Runs the failover loop for one request.
 ///
-/// `usage` learns each account as it is called and the time spent in upstream calls as it is
-/// spent, so a request abandoned in the middle of a call (the client left) is still recorded with
+/// On failure, the error for the client. `usage` learns each account as it is called, each switch
+/// to another account, and the time spent in upstream calls as it is spent, so a request abandoned in the middle of a call (the client left) is still recorded with
 /// the account it was using. After a reply whose body is still coming (events, or a relayed JSON
 /// body), the upstream time stays open until the caller closes it.
 pub async fn relay(
     app: &AppState,
     request: RelayRequest<'_>,
     usage: &mut UsageRecorder,
-) -> Result<Relayed, RelayFailure> {
+) -> Result<Relayed, HttpError> {
     let failover = &app.config.failover;
     let mut tried = Vec::new();
     let mut switches = 0u32;
@@ -78,7 +70,7 @@ pub async fn relay(
         };
         let lease = match app.dispatcher.acquire(&dispatch).await {
             Ok(lease) => lease,
-            Err(err) => return Err(pool_failure(err, last, switches)),
+            Err(err) => return Err(pool_failure(err, last)),
         };
         let account = lease.account().clone();
         let Some(target) = app.accounts.target(&account) else {
@@ -101,11 +93,7 @@ pub async fn relay(
                 // Events and relayed bodies count as a success only once they end cleanly (their
                 // relays record it): an account whose answers fail right after the headers must
                 // still reach its circuit breaker.
-                return Ok(Relayed {
-                    reply,
-                    lease,
-                    switches,
-                });
+                return Ok(Relayed { reply, lease });
             }
             Err(failure) => {
                 usage.upstream_closed();
@@ -123,16 +111,14 @@ pub async fn relay(
                     || switches >= failover.max_switches
                     || (transient && transient_retries >= failover.transient_retries)
                 {
-                    return Err(RelayFailure {
-                        error: failure_error(&failure),
-                        switches,
-                    });
+                    return Err(failure_error(&failure));
                 }
                 if transient {
                     transient_retries += 1;
                     tokio::time::sleep(jitter(transient_retries)).await;
                 }
                 switches += 1;
+                usage.failed_over();
                 tried.push(account);
                 last = Some(failure);
             }
@@ -202,8 +188,8 @@ pub fn failure_error(failure: &Failure) -> HttpError {
     }
 }
 
-fn pool_failure(err: PoolError, last: Option<Failure>, switches: u32) -> RelayFailure {
-    let error = match err {
+fn pool_failure(err: PoolError, last: Option<Failure>) -> HttpError {
+    match err {
         PoolError::AllCoolingDown { retry_after, .. } => HttpError::new(ApiError::new(
             ErrorKind::UsageLimitReached,
             "Every upstream account of this key's group reached its usage limit; retry after the reset.",
@@ -227,8 +213,7 @@ fn pool_failure(err: PoolError, last: Option<Failure>, switches: u32) -> RelayFa
             tracing::error!(error = %err, "dispatcher failed");
             HttpError::new(ApiError::internal())
         }
-    };
-    RelayFailure { error, switches }
+    }
 }
 
 #[cfg(test)]
