@@ -211,3 +211,77 @@ proptest! {
         }
     }
 }
+
+/// Pieces of event-stream text, valid or not, that a byte stream is made of.
+fn stream_piece() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        prop::sample::select(vec![
+            &b"data:"[..],
+            b"data: ",
+            b"data",
+            b"datum: ",
+            b"event: ",
+            b"id: ",
+            b"retry: 5",
+            b": ",
+            b"\n",
+            b"\r",
+            b"\r\n",
+            b"\n\n",
+            b"\xef\xbb\xbf",
+            b"\xff",
+            b"\xe2\x82",
+            b"\xe2\x82\xac",
+        ])
+        .prop_map(<[u8]>::to_vec),
+        "[a-z{}\":, ]{0,12}".prop_map(String::into_bytes),
+    ]
+}
+
+proptest! {
+    /// Lines whose value goes straight into the event's data as it arrives (a chunk ending inside a
+    /// `data` line) must decode exactly as when each line arrives whole.
+    #[test]
+    fn any_chunking_of_any_bytes_decodes_like_the_whole(
+        pieces in prop::collection::vec(stream_piece(), 0..40),
+        cuts in prop::collection::vec(0.0f64..1.0, 0..24),
+    ) {
+        let bytes = pieces.concat();
+        let mut whole = SseDecoder::new();
+        whole.push(&bytes).unwrap();
+        let mut expected = Vec::new();
+        while let Some(event) = whole.pop() {
+            expected.push(event);
+        }
+        let cuts: Vec<usize> = cuts.iter().map(|at| (at * bytes.len() as f64) as usize).collect();
+        let chunks = support::split_at_points(&bytes, &cuts);
+        let mut chunked = SseDecoder::new();
+        let mut decoded = Vec::new();
+        for chunk in &chunks {
+            chunked.push(chunk).unwrap();
+            while let Some(event) = chunked.pop() {
+                decoded.push(event);
+            }
+        }
+        prop_assert_eq!(decoded, expected);
+        prop_assert_eq!(chunked.is_idle(), whole.is_idle());
+        prop_assert_eq!(chunked.retry_ms(), whole.retry_ms());
+    }
+}
+
+#[test]
+fn a_data_line_arriving_in_pieces_is_one_value() {
+    let chunks: [&[u8]; 6] = [
+        b"event: e\nda",
+        b"ta",
+        b": ab",
+        b"c\xe2\x82",
+        b"\xac\r",
+        b"\ndata:x\n\n",
+    ];
+    assert_eq!(decode_all(&chunks), vec![event(Some("e"), "abc\u{20ac}\nx")]);
+    // A stream cut in the middle of a data line was cut in the middle of an event.
+    let mut decoder = SseDecoder::new();
+    decoder.push(b": comment\ndata: unfinished").unwrap();
+    assert!(!decoder.is_idle());
+}

@@ -37,13 +37,21 @@ pub enum SseError {
 /// Lines may end in CR, LF or CRLF, and a chunk may end anywhere, including between CR and LF.
 /// Lines starting with `:` are comments. An event is dispatched on a blank line; an event whose
 /// data is empty is dropped (WHATWG). The text is decoded as UTF-8 with replacement characters.
+///
+/// A `data:` line spanning chunks (an image's base64) is copied once: as soon as its field name is
+/// in, the rest of its value goes straight to the event's data, and the event's text is checked
+/// once when it is dispatched.
 #[derive(Debug)]
 pub struct SseDecoder {
+    /// The start of a line whose end has not arrived (unless it is a `data` line, see `in_data_line`).
     line: Vec<u8>,
+    /// The unfinished line is a `data` line: its value is being appended to `data`.
+    in_data_line: bool,
     skip_lf: bool,
     at_stream_start: bool,
     event_type: String,
-    data: String,
+    /// The event's data lines so far, each followed by `\n`, as received (UTF-8 checked at dispatch).
+    data: Vec<u8>,
     has_data: bool,
     last_id: Option<String>,
     retry_ms: Option<u64>,
@@ -68,10 +76,11 @@ impl SseDecoder {
     pub fn with_max_event_bytes(max_event_bytes: usize) -> Self {
         Self {
             line: Vec::new(),
+            in_data_line: false,
             skip_lf: false,
             at_stream_start: true,
             event_type: String::new(),
-            data: String::new(),
+            data: Vec::new(),
             has_data: false,
             last_id: None,
             retry_ms: None,
@@ -90,7 +99,7 @@ impl SseDecoder {
                 rest = after;
             }
         }
-        while let Some(pos) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
+        while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) {
             let (head, tail) = rest.split_at(pos);
             let is_cr = tail.first() == Some(&b'\r');
             let mut after = tail.get(1..).unwrap_or_default();
@@ -101,7 +110,11 @@ impl SseDecoder {
                     after = stripped;
                 }
             }
-            if self.line.is_empty() {
+            if self.in_data_line {
+                self.in_data_line = false;
+                self.data.extend_from_slice(head);
+                self.end_data_line()?;
+            } else if self.line.is_empty() {
                 self.process_line(head)?;
             } else {
                 self.line.extend_from_slice(head);
@@ -111,10 +124,41 @@ impl SseDecoder {
             rest = after;
         }
         if !rest.is_empty() {
-            self.line.extend_from_slice(rest);
+            if self.in_data_line {
+                self.data.extend_from_slice(rest);
+            } else {
+                self.line.extend_from_slice(rest);
+                self.start_data_line();
+            }
             self.check_size()?;
         }
         Ok(())
+    }
+
+    /// Moves an unfinished line known to be a `data` line into the event's data. Undecided until
+    /// the byte after `data:` is in (an optional space is not part of the value); the stream's first
+    /// line (maybe behind a byte order mark) always takes the general path.
+    fn start_data_line(&mut self) {
+        const FIELD: &[u8] = b"data:";
+        if self.at_stream_start || !self.line.starts_with(FIELD) {
+            return;
+        }
+        let value = match self.line.get(FIELD.len()) {
+            None => return,
+            Some(b' ') => FIELD.len() + 1,
+            Some(_) => FIELD.len(),
+        };
+        self.data
+            .extend_from_slice(self.line.get(value..).unwrap_or_default());
+        self.line.clear();
+        self.in_data_line = true;
+    }
+
+    /// A `data` line is complete: it ends with `\n` in the event's data.
+    fn end_data_line(&mut self) -> Result<(), SseError> {
+        self.data.push(b'\n');
+        self.has_data = true;
+        self.check_size()
     }
 
     /// The next complete event, if any.
@@ -125,7 +169,7 @@ impl SseDecoder {
     /// True when no partial line or undispatched event is pending: a stream that ends while this is
     /// false was cut in the middle of an event (which WHATWG discards).
     pub fn is_idle(&self) -> bool {
-        self.line.is_empty() && !self.has_data && self.event_type.is_empty()
+        self.line.is_empty() && !self.in_data_line && !self.has_data && self.event_type.is_empty()
     }
 
     /// The last `retry:` value seen, in milliseconds.
@@ -163,7 +207,7 @@ impl SseDecoder {
             self.comments += 1;
             return Ok(());
         }
-        let (name, value) = match raw.iter().position(|b| *b == b':') {
+        let (name, value) = match memchr::memchr(b':', raw) {
             Some(colon) => {
                 let (name, value) = raw.split_at(colon);
                 let value = value.get(1..).unwrap_or_default();
@@ -171,15 +215,13 @@ impl SseDecoder {
             }
             None => (raw, &b""[..]),
         };
-        let value = String::from_utf8_lossy(value);
+        if name == b"data" {
+            self.data.extend_from_slice(value);
+            return self.end_data_line();
+        }
+        let value = text(value);
         match name {
             b"event" => self.event_type = value.into_owned(),
-            b"data" => {
-                self.data.push_str(&value);
-                self.data.push('\n');
-                self.has_data = true;
-                self.check_size()?;
-            }
             b"id" if !value.contains('\0') => self.last_id = Some(value.into_owned()),
             b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 self.retry_ms = value.parse().ok();
@@ -196,14 +238,27 @@ impl SseDecoder {
         }
         self.has_data = false;
         let mut data = std::mem::take(&mut self.data);
-        if data.ends_with('\n') {
+        if data.last() == Some(&b'\n') {
             data.pop();
         }
+        let data = match String::from_utf8(data) {
+            Ok(data) => data,
+            Err(invalid) => String::from_utf8_lossy(invalid.as_bytes()).into_owned(),
+        };
         self.ready.push_back(SseEvent {
             event: (!event_type.is_empty()).then_some(event_type),
             data,
             id: self.last_id.clone(),
         });
+    }
+}
+
+/// `bytes` as text: borrowed when valid UTF-8 (nearly always, checked by the fast validator),
+/// with replacement characters otherwise.
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
