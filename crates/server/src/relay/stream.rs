@@ -93,9 +93,8 @@ pub fn relay_events(
 impl Relay {
     fn observe(&mut self, event: &SseEvent) {
         let Some(usage) = self.usage.as_mut() else { return };
-        let name = event.event.as_deref().unwrap_or_default();
         match self.kind {
-            StreamKind::Images if name.ends_with(".completed") || event.data.contains(".completed\"") => {
+            StreamKind::Images if names_a_completed_image(event) => {
                 if let Ok(done) = serde_json::from_str::<ImageCompleted>(&event.data) {
                     if done.kind.ends_with(".completed") {
                         usage.produced(
@@ -165,6 +164,15 @@ impl Relay {
                 }
             }
         }
+    }
+}
+
+/// Whether an Images event is a `*.completed` one: by its `event:` name, or when it has none, by a
+/// look at its data (a partial image's megabytes are not searched when its name says what it is).
+fn names_a_completed_image(event: &SseEvent) -> bool {
+    match &event.event {
+        Some(name) => name.ends_with(".completed"),
+        None => event.data.contains(".completed\""),
     }
 }
 
@@ -252,6 +260,26 @@ impl ResponsesUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn completed_images_are_known_by_name_or_else_by_data() {
+        let event = |name: Option<&str>, data: &str| SseEvent {
+            event: name.map(str::to_owned),
+            data: data.to_owned(),
+            id: None,
+        };
+        let completed = r#"{"type":"image_generation.completed"}"#;
+        assert!(names_a_completed_image(&event(
+            Some("image_edit.completed"),
+            "{}"
+        )));
+        assert!(names_a_completed_image(&event(None, completed)));
+        assert!(!names_a_completed_image(&event(
+            Some("image_generation.partial_image"),
+            completed
+        )));
+        assert!(!names_a_completed_image(&event(None, r#"{"type":"x"}"#)));
+    }
 
     #[test]
     fn frames_split_multi_line_data() {
