@@ -115,7 +115,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let micro = micro::collect(
         &root.join("target/criterion"),
-        &["pick_lease_release", "size_validation", "sse_encode"],
+        &["pick_lease_release", "size_validation", "sse_encode", "sse_decode"],
     );
     let mut report = Report {
         quick: options.partial(),
