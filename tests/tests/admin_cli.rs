@@ -156,3 +156,48 @@ async fn per_key_limits_refuse_with_retry_after() {
     }
     assert_eq!(codes, [200, 200, 429]);
 }
+
+#[tokio::test]
+async fn the_master_key_is_rotated_with_the_previous_one_moved_aside() {
+    let mut s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
+    assert!(s.gateway.stop());
+    let dir = s.dir.path().to_owned();
+    let old = dir.join("master.key.old");
+    std::fs::rename(dir.join("master.key"), &old).unwrap();
+
+    // Without the key being replaced there is nothing to open the credentials with.
+    let refused = std::process::Command::new(imagegate_e2e::bin_path("imagegate"))
+        .arg("--data-dir")
+        .arg(&dir)
+        .args(["accounts", "rekey"])
+        .env_remove("IMAGEGATE_PREVIOUS_MASTER_KEY")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--previous-key-file"), "{stderr}");
+
+    let out = admin(
+        &dir,
+        &["accounts", "rekey", "--previous-key-file", old.to_str().unwrap()],
+    );
+    assert!(out.contains("resealed 1 credential(s)"), "{out}");
+    let new_key = std::fs::read_to_string(dir.join("master.key")).unwrap();
+    assert_ne!(
+        new_key,
+        std::fs::read_to_string(&old).unwrap(),
+        "a new key was made"
+    );
+    std::fs::remove_file(&old).unwrap();
+
+    // A gateway with only the new key sends the account's credential upstream.
+    s.gateway = imagegate_e2e::Gateway::spawn(&dir, &[]);
+    let response = s
+        .post_json("/images/generations", generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let stats = s.sim_stats().await;
+    assert_eq!(stats["by_token"][credential("acct-a")]["requests"], 1, "{stats}");
+}

@@ -59,7 +59,15 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Demo(_) => demo::run(config).await.map_err(|e| e.to_string()),
         command => {
-            let store = serve::open_store(&config).await.map_err(|e| e.to_string())?;
+            let store = match &command {
+                Command::Accounts(cli::AccountsCommand::Rekey { previous_key_file }) => {
+                    let previous =
+                        cli::admin::previous_key(previous_key_file.as_deref()).map_err(|e| e.to_string())?;
+                    serve::open_store_rotating(&config, Some(&previous)).await
+                }
+                _ => serve::open_store(&config).await,
+            }
+            .map_err(|e| e.to_string())?;
             let result = match command {
                 Command::Users(c) => cli::admin::users(&store, c).await,
                 Command::Groups(c) => cli::admin::groups(&store, c).await,

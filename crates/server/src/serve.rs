@@ -45,14 +45,23 @@ const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
 /// How long abandoned requests get to submit their usage records before the writer closes.
 const ABANDON_WAIT: Duration = Duration::from_secs(5);
 
-/// Opens the data directory and the database (applying migrations).
+/// Opens the data directory and the database (applying migrations). During a master key rotation
+/// (`IMAGEGATE_PREVIOUS_MASTER_KEY` set) credentials sealed under the previous key stay readable.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
+    open_store_rotating(config, MasterKey::previous_from_env()?.as_ref()).await
+}
+
+/// [`open_store`] with the key being replaced given.
+pub async fn open_store_rotating(
+    config: &Config,
+    previous: Option<&MasterKey>,
+) -> Result<Arc<dyn Store>, ServeError> {
     std::fs::create_dir_all(&config.data_dir).map_err(|source| ServeError::DataDir {
         path: config.data_dir.display().to_string(),
         source,
     })?;
     let master_key = MasterKey::load_or_create_from_env(&config.data_dir)?;
-    Ok(imagegate_store::connect(&config.database_url, &master_key).await?)
+    Ok(imagegate_store::connect_with_previous(&config.database_url, &master_key, previous).await?)
 }
 
 /// Serves until `shutdown` resolves or a SIGINT/SIGTERM arrives, then drains in-flight requests

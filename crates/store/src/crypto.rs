@@ -17,6 +17,9 @@ use crate::error::CryptoError;
 
 /// The environment variable holding the master key (64 hex digits or base64 of 32 bytes).
 pub const MASTER_KEY_ENV: &str = "IMAGEGATE_MASTER_KEY";
+/// The environment variable holding the key being replaced during a rotation: credentials it
+/// sealed stay readable until they are sealed again under the master key.
+pub const PREVIOUS_MASTER_KEY_ENV: &str = "IMAGEGATE_PREVIOUS_MASTER_KEY";
 /// The key file created in the data directory when the environment variable is not set.
 pub const MASTER_KEY_FILE: &str = "master.key";
 
@@ -101,6 +104,27 @@ impl MasterKey {
         }
     }
 
+    /// The key of [`PREVIOUS_MASTER_KEY_ENV`] in the process environment, if it is set and not
+    /// empty.
+    pub fn previous_from_env() -> Result<Option<Self>, CryptoError> {
+        let value = Zeroizing::new(std::env::var(PREVIOUS_MASTER_KEY_ENV).unwrap_or_default());
+        if value.trim().is_empty() {
+            return Ok(None);
+        }
+        Self::parse(&value).map(Some)
+    }
+
+    /// Reads a key file (64 hex digits or base64, as [`MasterKey::load_or_create`] writes it).
+    pub fn read_file(path: &Path) -> Result<Self, CryptoError> {
+        let text = Zeroizing::new(
+            std::fs::read_to_string(path).map_err(|source| CryptoError::KeyFile {
+                path: path.to_owned(),
+                source,
+            })?,
+        );
+        Self::parse(&text)
+    }
+
     /// [`MasterKey::load_or_create`] with the value of [`MASTER_KEY_ENV`] from the process
     /// environment.
     pub fn load_or_create_from_env(data_dir: &Path) -> Result<Self, CryptoError> {
@@ -157,19 +181,28 @@ fn warn_if_readable_by_others(path: &Path) {
 #[cfg(not(unix))]
 fn warn_if_readable_by_others(_path: &Path) {}
 
-/// Seals and opens credentials with a [`MasterKey`].
+/// Seals and opens credentials with a [`MasterKey`] (and, during a key rotation, opens what the
+/// previous key sealed).
 #[derive(Clone)]
 pub struct Crypto {
     cipher: Aes256Gcm,
+    previous: Option<Aes256Gcm>,
 }
 
 impl Crypto {
     /// A cipher for `key`.
     pub fn new(key: &MasterKey) -> Self {
-        let bytes: &[u8; 32] = &key.0;
         Self {
-            cipher: Aes256Gcm::new(bytes.into()),
+            cipher: cipher(key),
+            previous: None,
         }
+    }
+
+    /// The same cipher, also opening values sealed under `previous` (it never seals with it).
+    #[must_use]
+    pub fn with_previous(mut self, previous: Option<&MasterKey>) -> Self {
+        self.previous = previous.map(cipher);
+        self
     }
 
     /// Encrypts `plaintext`; returns `nonce || ciphertext || tag`.
@@ -191,18 +224,21 @@ impl Crypto {
         Ok(out)
     }
 
-    /// Decrypts a value made by [`Crypto::encrypt`]. Fails with [`CryptoError::Decrypt`] on a
-    /// wrong key or altered data.
+    /// Decrypts a value made by [`Crypto::encrypt`] under the master key or the previous one.
+    /// Fails with [`CryptoError::Decrypt`] on a wrong key or altered data.
     pub fn decrypt(&self, stored: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         let (nonce_bytes, sealed) = stored.split_at_checked(NONCE_LEN).ok_or(CryptoError::Decrypt)?;
         let nonce_array: [u8; NONCE_LEN] = nonce_bytes.try_into().map_err(|_| CryptoError::Decrypt)?;
-        let payload = Payload {
-            msg: sealed,
-            aad: CREDENTIAL_AAD,
+        let nonce = Nonce::from(nonce_array);
+        let open = |cipher: &Aes256Gcm| {
+            let payload = Payload {
+                msg: sealed,
+                aad: CREDENTIAL_AAD,
+            };
+            cipher.decrypt(&nonce, payload).map(Zeroizing::new)
         };
-        self.cipher
-            .decrypt(&Nonce::from(nonce_array), payload)
-            .map(Zeroizing::new)
+        open(&self.cipher)
+            .or_else(|_| self.previous.as_ref().ok_or(aes_gcm::Error).and_then(open))
             .map_err(|_| CryptoError::Decrypt)
     }
 
@@ -217,6 +253,11 @@ impl Crypto {
         let text = std::str::from_utf8(&bytes).map_err(|_| CryptoError::Decrypt)?;
         Ok(crate::Secret::new(text))
     }
+}
+
+fn cipher(key: &MasterKey) -> Aes256Gcm {
+    let bytes: &[u8; 32] = &key.0;
+    Aes256Gcm::new(bytes.into())
 }
 
 impl fmt::Debug for Crypto {
@@ -251,6 +292,26 @@ mod tests {
         }
         assert!(matches!(crypto.decrypt(&sealed), Err(CryptoError::Decrypt)));
         assert!(matches!(crypto.decrypt(&[1, 2, 3]), Err(CryptoError::Decrypt)));
+    }
+
+    #[test]
+    fn during_a_rotation_the_previous_key_opens_and_the_new_one_seals() {
+        let old_key = MasterKey::generate().unwrap();
+        let new_key = MasterKey::generate().unwrap();
+        let old = Crypto::new(&old_key);
+        let sealed_before = old.encrypt(b"secret").unwrap();
+        let rotating = Crypto::new(&new_key).with_previous(Some(&old_key));
+        assert_eq!(rotating.decrypt(&sealed_before).unwrap().as_slice(), b"secret");
+        let sealed_again = rotating.encrypt(b"secret").unwrap();
+        let after = Crypto::new(&new_key);
+        assert_eq!(after.decrypt(&sealed_again).unwrap().as_slice(), b"secret");
+        assert!(matches!(after.decrypt(&sealed_before), Err(CryptoError::Decrypt)));
+        assert!(matches!(old.decrypt(&sealed_again), Err(CryptoError::Decrypt)));
+        let unrelated = Crypto::new(&MasterKey::generate().unwrap()).with_previous(Some(&new_key));
+        assert!(matches!(
+            unrelated.decrypt(&sealed_before),
+            Err(CryptoError::Decrypt)
+        ));
     }
 
     #[test]

@@ -56,6 +56,7 @@ mod error;
 pub mod keys;
 mod model;
 mod priority;
+mod rekey;
 mod rows;
 mod secret;
 mod spool;
@@ -70,7 +71,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use cache::KeyCache;
-pub use crypto::{Crypto, MASTER_KEY_ENV, MASTER_KEY_FILE, MasterKey};
+pub use crypto::{Crypto, MASTER_KEY_ENV, MASTER_KEY_FILE, MasterKey, PREVIOUS_MASTER_KEY_ENV};
 pub use error::{CryptoError, StoreError, StoreResult};
 pub use model::{
     Account, AccountId, AccountKind, AccountStatus, AccountTier, AccountUpdate, ApiKeyRecord, AuthContext,
@@ -79,6 +80,7 @@ pub use model::{
     UsageFilter, UsageId, UsageRecord, User, UserId,
 };
 pub use priority::WriterPriority;
+pub use rekey::{Resealed, reseal_credentials};
 pub use secret::Secret;
 pub use spool::{SpoolError, UsageSpool};
 pub use store::Store;
@@ -95,7 +97,17 @@ pub use writer::{
 ///
 /// `master_key` encrypts and decrypts account credentials; see [`MasterKey::load_or_create`].
 pub async fn connect(url: &str, master_key: &MasterKey) -> StoreResult<Arc<dyn Store>> {
-    let crypto = Crypto::new(master_key);
+    connect_with_previous(url, master_key, None).await
+}
+
+/// [`connect`] during a master key rotation: credentials sealed under `previous` stay readable
+/// (everything is sealed under `master_key`); [`reseal_credentials`] moves them all over.
+pub async fn connect_with_previous(
+    url: &str,
+    master_key: &MasterKey,
+    previous: Option<&MasterKey>,
+) -> StoreResult<Arc<dyn Store>> {
+    let crypto = Crypto::new(master_key).with_previous(previous);
     let scheme = url.split(':').next().unwrap_or_default();
     match scheme {
         "sqlite" => Ok(Arc::new(sqlite::SqliteStore::connect_url(url, crypto).await?)),

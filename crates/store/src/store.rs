@@ -119,6 +119,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn account_credential(&self, id: AccountId) -> StoreResult<Option<Secret>>;
     /// Replaces (or with `None` removes) the credential, e.g. after an OAuth refresh.
     async fn update_account_credential(&self, id: AccountId, credential: Option<&Secret>) -> StoreResult<()>;
+    /// Seals the credential again under the current master key (see
+    /// [`reseal_credentials`](crate::reseal_credentials)): `true` when it did, `false` when the
+    /// account has no credential or it changed meanwhile (its writer sealed it, and an OAuth
+    /// refresh must never be overwritten by the older value).
+    async fn reseal_account_credential(&self, id: AccountId) -> StoreResult<bool>;
 
     // ---- usage ----
 

@@ -115,7 +115,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let micro = micro::collect(
         &root.join("target/criterion"),
-        &["pick_lease_release", "size_validation", "sse_encode", "sse_decode"],
+        &[
+            "pick_lease_release",
+            "size_validation",
+            "sse_encode",
+            "sse_decode",
+        ],
     );
     let mut report = Report {
         quick: options.partial(),

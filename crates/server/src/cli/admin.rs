@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use imagegate_store::{
     Account, AccountKind, AccountStatus, AccountTier, AccountUpdate, ApiKeyRecord, GroupId, KeyLimits,
-    NewAccount, NewApiKey, NewUser, Secret, Store, StoreError, UsageFilter,
+    MasterKey, NewAccount, NewApiKey, NewUser, Secret, Store, StoreError, UsageFilter,
 };
 
 use crate::cli::{
@@ -24,6 +24,8 @@ pub enum AdminError {
     Io(#[from] std::io::Error),
     #[error("output: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("master key: {0}")]
+    Key(#[from] imagegate_store::CryptoError),
 }
 
 type Result<T> = std::result::Result<T, AdminError>;
@@ -247,8 +249,42 @@ pub async fn accounts(
             store.delete_account(found.id).await?;
             println!("removed account {}", found.id);
         }
+        AccountsCommand::Rekey { .. } => {
+            let done = imagegate_store::reseal_credentials(store.as_ref()).await?;
+            println!(
+                "resealed {} credential(s) under the current master key",
+                done.resealed
+            );
+            if done.changed > 0 {
+                println!(
+                    "{} credential(s) changed meanwhile (refreshed by a running gateway, which sealed them)",
+                    done.changed
+                );
+            }
+            if !done.unreadable.is_empty() {
+                let ids: Vec<String> = done.unreadable.iter().map(|id| id.to_string()).collect();
+                return Err(AdminError::Usage(format!(
+                    "neither key opens the credential of account(s) {}: left as they were",
+                    ids.join(", ")
+                )));
+            }
+        }
     }
     Ok(())
+}
+
+/// The key being replaced in a rotation: from `file`, else from `IMAGEGATE_PREVIOUS_MASTER_KEY`.
+pub fn previous_key(file: Option<&std::path::Path>) -> Result<MasterKey> {
+    let key = match file {
+        Some(path) => Some(MasterKey::read_file(path)?),
+        None => MasterKey::previous_from_env()?,
+    };
+    key.ok_or_else(|| {
+        AdminError::Usage(format!(
+            "give the key being replaced with --previous-key-file or {}",
+            imagegate_store::PREVIOUS_MASTER_KEY_ENV
+        ))
+    })
 }
 
 fn print_account(a: &Account) {

@@ -210,6 +210,13 @@ pub enum AccountsCommand {
     },
     /// Remove an account.
     Remove { account: String },
+    /// Seal every stored credential again under the current master key, after a key change: the
+    /// key being replaced comes from --previous-key-file or IMAGEGATE_PREVIOUS_MASTER_KEY.
+    Rekey {
+        /// File holding the key being replaced (e.g. the old master.key moved aside).
+        #[arg(long)]
+        previous_key_file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -198,6 +198,32 @@ pub(super) async fn account_credential(
     Ok(sealed.map(|bytes| crypto.open(&bytes)).transpose()?)
 }
 
+pub(super) async fn reseal_account_credential(
+    pool: &Pool<Db>,
+    crypto: &Crypto,
+    id: AccountId,
+) -> StoreResult<bool> {
+    let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as("SELECT credential FROM accounts WHERE id = $1")
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await?;
+    let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    let Some(sealed) = sealed else {
+        return Ok(false);
+    };
+    let resealed = crypto.seal(&crypto.open(&sealed)?)?;
+    // Only over the value just read: a credential refreshed meanwhile is newer, and already sealed.
+    let done =
+        sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1 AND credential = $4")
+            .bind(id.0)
+            .bind(resealed)
+            .bind(Timestamp::now().unix_ms())
+            .bind(sealed)
+            .execute(pool)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub(super) async fn update_account_credential(
     pool: &Pool<Db>,
     crypto: &Crypto,

@@ -143,6 +143,10 @@ impl Store for BackendStore {
         accounts::update_account_credential(&self.pool, &self.crypto, id, credential).await
     }
 
+    async fn reseal_account_credential(&self, id: AccountId) -> StoreResult<bool> {
+        accounts::reseal_account_credential(&self.pool, &self.crypto, id).await
+    }
+
     async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64> {
         usage::insert_usage_batch(self.usage.pool(&self.pool), records).await
     }

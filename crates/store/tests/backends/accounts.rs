@@ -9,7 +9,12 @@ use imagegate_store::{
 
 use crate::common::TestDb;
 
-crate::on_every_backend!(account_crud, credential_is_encrypted_at_rest);
+crate::on_every_backend!(
+    account_crud,
+    credential_is_encrypted_at_rest,
+    credentials_move_to_a_new_master_key,
+    resealing_never_writes_over_a_credential_refreshed_meanwhile
+);
 
 async fn account_crud(db: Arc<TestDb>) {
     let store = db.store.as_ref();
@@ -206,4 +211,105 @@ async fn credential_is_encrypted_at_rest(db: Arc<TestDb>) {
     assert!(!store.account(account.id).await.unwrap().has_credential);
     let missing = store.account_credential(imagegate_store::AccountId(999)).await;
     assert!(matches!(missing, Err(StoreError::NotFound { .. })), "{missing:?}");
+}
+
+async fn credentials_move_to_a_new_master_key(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let mut ids = Vec::new();
+    for (name, credential) in [("a", Some("sk-a")), ("b", Some("sk-b")), ("none", None)] {
+        let account = store
+            .create_account(NewAccount {
+                credential: credential.map(Secret::new),
+                ..NewAccount::new(name, AccountKind::Openai)
+            })
+            .await
+            .unwrap();
+        ids.push(account.id);
+    }
+    let old_key = db.master_key.clone();
+    let new_key = MasterKey::generate().unwrap();
+    let rotating = imagegate_store::connect_with_previous(&db.url, &new_key, Some(&old_key))
+        .await
+        .unwrap();
+    // Both keys open the credentials while they move.
+    assert_eq!(
+        rotating
+            .account_credential(ids[0])
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        "sk-a"
+    );
+    let done = imagegate_store::reseal_credentials(rotating.as_ref())
+        .await
+        .unwrap();
+    assert_eq!(done.resealed, 2, "{done:?}");
+    assert!(done.unreadable.is_empty(), "{done:?}");
+    // Running it again is harmless.
+    let again = imagegate_store::reseal_credentials(rotating.as_ref())
+        .await
+        .unwrap();
+    assert_eq!(again.resealed, 2, "{again:?}");
+    rotating.close().await;
+
+    // The new key alone opens every credential; the old one no longer opens any.
+    let after = db.reconnect(&new_key).await;
+    assert_eq!(
+        after.account_credential(ids[0]).await.unwrap().unwrap().expose(),
+        "sk-a"
+    );
+    assert_eq!(
+        after.account_credential(ids[1]).await.unwrap().unwrap().expose(),
+        "sk-b"
+    );
+    assert_eq!(after.account_credential(ids[2]).await.unwrap(), None);
+    after.close().await;
+    let before = db.reconnect(&old_key).await;
+    let err = before.account_credential(ids[0]).await.unwrap_err();
+    assert!(matches!(err, StoreError::Crypto(CryptoError::Decrypt)), "{err:?}");
+    // A credential no key opens is reported and left alone.
+    let stranger =
+        imagegate_store::connect_with_previous(&db.url, &MasterKey::generate().unwrap(), Some(&old_key))
+            .await
+            .unwrap();
+    let done = imagegate_store::reseal_credentials(stranger.as_ref())
+        .await
+        .unwrap();
+    assert_eq!((done.resealed, done.unreadable.len()), (0, 2), "{done:?}");
+    stranger.close().await;
+    before.close().await;
+}
+
+async fn resealing_never_writes_over_a_credential_refreshed_meanwhile(db: Arc<TestDb>) {
+    let store = Arc::clone(&db.store);
+    let account = store
+        .create_account(NewAccount {
+            credential: Some(Secret::new("token-0")),
+            ..NewAccount::new("codex-1", AccountKind::Codex)
+        })
+        .await
+        .unwrap();
+    // A gateway refreshing the token while the key rotation reseals it, over and over.
+    for round in 1..=150 {
+        let refreshed = format!("token-{round}");
+        let writer = {
+            let store = Arc::clone(&store);
+            let refreshed = refreshed.clone();
+            tokio::spawn(async move {
+                store
+                    .update_account_credential(account.id, Some(&Secret::new(&refreshed)))
+                    .await
+                    .unwrap();
+            })
+        };
+        let resealer = {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.reseal_account_credential(account.id).await.unwrap() })
+        };
+        writer.await.unwrap();
+        resealer.await.unwrap();
+        let stored = store.account_credential(account.id).await.unwrap().unwrap();
+        assert_eq!(stored.expose(), refreshed, "round {round}");
+    }
 }
