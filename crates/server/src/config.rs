@@ -114,8 +114,8 @@ pub struct FailoverConfig {
     pub queue_wait_secs: u64,
     /// How long a streamed answer waits for its first event before the client gets the headers: a
     /// stream that fails before its first event is failed over like any failed call instead of
-    /// reaching the client as an error frame. At most the keepalive interval, so the client's first
-    /// byte never comes later than a keepalive would have.
+    /// reaching the client as an error frame. At most the keepalive interval, and in all over every
+    /// try of a request, so streams add no more silence than one keepalive interval.
     pub first_event_wait_secs: u64,
 }
 

@@ -10,6 +10,27 @@ use std::time::Duration;
 use futures::StreamExt;
 use imagegate_upstream::{Failure, Reply};
 
+/// The wait for first events left to one request, over all its tries: streams that each fail after
+/// a quiet while must not add up to more silence than one wait.
+#[derive(Debug)]
+pub struct FirstEventWait {
+    left: Duration,
+}
+
+impl FirstEventWait {
+    pub fn new(total: Duration) -> Self {
+        Self { left: total }
+    }
+
+    /// [`settle`] within what is left of the wait, and spend what it took.
+    pub async fn settle(&mut self, reply: Reply) -> Result<Reply, Failure> {
+        let started = tokio::time::Instant::now();
+        let settled = settle(reply, self.left).await;
+        self.left = self.left.saturating_sub(started.elapsed());
+        settled
+    }
+}
+
 /// `reply` once its first event is in (the event is put back in front of the rest), or once `wait`
 /// passed without one; a stream whose first item is a failure, or that ends before any event, is
 /// that failure. Other replies are returned as they are.
@@ -107,6 +128,26 @@ mod tests {
             .unwrap();
         assert_eq!(started.elapsed(), Duration::from_secs(2));
         assert_eq!(names(reply).await, ["late", "next"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_wait_covers_every_try_of_a_request() {
+        let quiet = || {
+            let never = stream::once(async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(event("late"))
+            });
+            Reply::Events(never.boxed())
+        };
+        let mut wait = FirstEventWait::new(Duration::from_secs(2));
+        let started = tokio::time::Instant::now();
+        assert!(wait.settle(quiet()).await.is_ok());
+        assert!(wait.settle(quiet()).await.is_ok());
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(2),
+            "the second try found the wait spent"
+        );
     }
 
     #[tokio::test]

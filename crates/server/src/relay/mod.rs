@@ -26,6 +26,7 @@ use crate::http::error::HttpError;
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
 
+use first_event::FirstEventWait;
 pub use outcome::outcome_of;
 
 /// One call to relay.
@@ -61,6 +62,7 @@ pub async fn relay(
     let mut switches = 0u32;
     let mut transient_retries = 0u32;
     let mut last: Option<Failure> = None;
+    let mut first_event = FirstEventWait::new(app.config.first_event_wait());
     loop {
         let dispatch = DispatchRequest {
             group: request.group.clone(),
@@ -80,7 +82,7 @@ pub async fn relay(
         usage.account(account.as_str().parse::<i64>().ok());
         usage.upstream_started();
         let answer = match app.upstream.call(&target, request.call, request.deadline).await {
-            Ok(reply) => first_event::settle(reply, app.config.first_event_wait()).await,
+            Ok(reply) => first_event.settle(reply).await,
             failed => failed,
         };
         match answer {
@@ -113,12 +115,12 @@ pub async fn relay(
                 {
                     return Err(failure_error(&failure));
                 }
+                switches += 1;
+                usage.failed_over();
                 if transient {
                     transient_retries += 1;
                     tokio::time::sleep(jitter(transient_retries)).await;
                 }
-                switches += 1;
-                usage.failed_over();
                 tried.push(account);
                 last = Some(failure);
             }
