@@ -201,3 +201,42 @@ async fn the_master_key_is_rotated_with_the_previous_one_moved_aside() {
     let stats = s.sim_stats().await;
     assert_eq!(stats["by_token"][credential("acct-a")]["requests"], 1, "{stats}");
 }
+
+#[tokio::test]
+async fn a_credential_the_master_key_cannot_open_costs_only_its_own_account() {
+    let mut s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
+    assert!(s.gateway.stop());
+    let dir = s.dir.path().to_owned();
+    // acct-b's credential is sealed under another key (a replica behind in a rotation, say).
+    let base = s.sim.base_url();
+    let mut add = std::process::Command::new(imagegate_e2e::bin_path("imagegate"))
+        .arg("--data-dir")
+        .arg(&dir)
+        .args([
+            "accounts", "add", "--name", "acct-b", "--kind", "openai", "--tier", "pro",
+        ])
+        .args(["--base-url", &base])
+        .env("IMAGEGATE_MASTER_KEY", "11".repeat(32))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = add.stdin.take().unwrap();
+        stdin.write_all(credential("acct-b").as_bytes()).unwrap();
+    }
+    assert!(add.wait().unwrap().success());
+
+    // The gateway still starts, and serves every request with the account it can use.
+    s.gateway = imagegate_e2e::Gateway::spawn(&dir, &[]);
+    for _ in 0..2 {
+        let response = s
+            .post_json("/images/generations", generation())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let stats = s.sim_stats().await;
+    assert_eq!(stats["by_token"][credential("acct-a")]["requests"], 2, "{stats}");
+}

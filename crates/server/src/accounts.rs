@@ -123,9 +123,20 @@ impl AccountDirectory {
             tracing::warn!(account = %account.name, "account has no base URL; it is not used");
             return Ok(None);
         };
-        let Some(credential) = self.store.account_credential(account.id).await? else {
-            tracing::warn!(account = %account.name, "account has no credential; it is not used");
-            return Ok(None);
+        let credential = match self.store.account_credential(account.id).await {
+            Ok(Some(credential)) => credential,
+            Ok(None) => {
+                tracing::warn!(account = %account.name, "account has no credential; it is not used");
+                return Ok(None);
+            }
+            // One credential sealed under another master key (a replica behind in a key rotation,
+            // say) costs that account, not every account.
+            Err(StoreError::Crypto(err)) => {
+                tracing::error!(account = %account.name, error = %err,
+                    "the master key does not open this account's credential; it is not used");
+                return Ok(None);
+            }
+            Err(err) => return Err(err),
         };
         let mut main_models: Vec<String> = account.main_model.iter().cloned().collect();
         main_models.extend(account.fallback_models.iter().cloned());

@@ -11,7 +11,8 @@
 //!   in-process cache in front of it.
 //! - **Account credentials** are encrypted with AES-256-GCM under a [`MasterKey`] (from
 //!   `IMAGEGATE_MASTER_KEY` or a `master.key` file) and only come back decrypted through
-//!   [`Store::account_credential`] as a [`Secret`].
+//!   [`Store::account_credential`] as a [`Secret`]. A key rotation opens them under the previous
+//!   key as well ([`connect_with_previous`]) until [`reseal_credentials`] has sealed them all again.
 //! - **Usage records** go through a [`UsageWriter`], which batches inserts in the background
 //!   and never drops a record silently; with a [`UsageSpool`] it parks them in a local file while
 //!   the database is unreachable and replays them when it is back.
