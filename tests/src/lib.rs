@@ -11,7 +11,7 @@ mod process;
 
 pub use imagegate_testkit::{TcpProxy, TestDatabase, unique_name};
 pub use images::{png_noise, png_rgb, png_rgba, solid_mask};
-pub use process::{Gateway, Sim, admin, admin_with_stdin, bin_path};
+pub use process::{Gateway, Sim, admin, admin_output, admin_with_stdin, bin_path};
 
 /// Parses an SSE body into `(event name, data JSON)` pairs, ignoring comments.
 pub fn parse_sse(body: &str) -> Vec<(String, serde_json::Value)> {

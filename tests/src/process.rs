@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -175,11 +175,25 @@ pub fn admin(data_dir: &Path, args: &[&str]) -> String {
 
 /// Like [`admin`], writing `stdin` to the command's standard input.
 pub fn admin_with_stdin(data_dir: &Path, args: &[&str], stdin: &str) -> String {
+    let out = admin_output(data_dir, args, stdin, &[]);
+    assert!(
+        out.status.success(),
+        "imagegate {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `imagegate --data-dir DIR ARGS...` with `stdin` and extra environment variables, whatever
+/// its exit status. A key rotation's `IMAGEGATE_PREVIOUS_MASTER_KEY` is passed on only if given.
+pub fn admin_output(data_dir: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(bin_path("imagegate"))
         .arg("--data-dir")
         .arg(data_dir)
         .args(args)
         .env("IMAGEGATE_LOG", "warn")
+        .env_remove("IMAGEGATE_PREVIOUS_MASTER_KEY")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -191,11 +205,5 @@ pub fn admin_with_stdin(data_dir: &Path, args: &[&str], stdin: &str) -> String {
         .expect("stdin")
         .write_all(stdin.as_bytes())
         .expect("write stdin");
-    let out = child.wait_with_output().expect("admin output");
-    assert!(
-        out.status.success(),
-        "imagegate {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    child.wait_with_output().expect("admin output")
 }

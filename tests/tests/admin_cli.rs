@@ -5,7 +5,7 @@
 mod common;
 
 use common::{credential, setup_custom};
-use imagegate_e2e::{admin, admin_with_stdin};
+use imagegate_e2e::{admin, admin_output, admin_with_stdin};
 use serde_json::{Value, json};
 
 fn generation() -> Value {
@@ -166,13 +166,7 @@ async fn the_master_key_is_rotated_with_the_previous_one_moved_aside() {
     std::fs::rename(dir.join("master.key"), &old).unwrap();
 
     // Without the key being replaced there is nothing to open the credentials with.
-    let refused = std::process::Command::new(imagegate_e2e::bin_path("imagegate"))
-        .arg("--data-dir")
-        .arg(&dir)
-        .args(["accounts", "rekey"])
-        .env_remove("IMAGEGATE_PREVIOUS_MASTER_KEY")
-        .output()
-        .unwrap();
+    let refused = admin_output(&dir, &["accounts", "rekey"], "", &[]);
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("--previous-key-file"), "{stderr}");
@@ -209,23 +203,25 @@ async fn a_credential_the_master_key_cannot_open_costs_only_its_own_account() {
     let dir = s.dir.path().to_owned();
     // acct-b's credential is sealed under another key (a replica behind in a rotation, say).
     let base = s.sim.base_url();
-    let mut add = std::process::Command::new(imagegate_e2e::bin_path("imagegate"))
-        .arg("--data-dir")
-        .arg(&dir)
-        .args([
-            "accounts", "add", "--name", "acct-b", "--kind", "openai", "--tier", "pro",
-        ])
-        .args(["--base-url", &base])
-        .env("IMAGEGATE_MASTER_KEY", "11".repeat(32))
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = add.stdin.take().unwrap();
-        stdin.write_all(credential("acct-b").as_bytes()).unwrap();
-    }
-    assert!(add.wait().unwrap().success());
+    let other_key = "11".repeat(32);
+    let added = admin_output(
+        &dir,
+        &[
+            "accounts",
+            "add",
+            "--name",
+            "acct-b",
+            "--kind",
+            "openai",
+            "--tier",
+            "pro",
+            "--base-url",
+            &base,
+        ],
+        &credential("acct-b"),
+        &[("IMAGEGATE_MASTER_KEY", &other_key)],
+    );
+    assert!(added.status.success(), "{added:?}");
 
     // The gateway still starts, and serves every request with the account it can use.
     s.gateway = imagegate_e2e::Gateway::spawn(&dir, &[]);

@@ -14,6 +14,11 @@ fn small_generation() -> Value {
     json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low"})
 }
 
+/// A streamed generation without partial images: its only event is the completed one.
+fn stream_generation() -> Value {
+    json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true})
+}
+
 #[tokio::test]
 async fn an_html_error_page_becomes_a_502_upstream_request_failed() {
     let s = setup();
@@ -277,10 +282,7 @@ async fn a_stream_that_fails_before_its_first_event_moves_to_another_account() {
     // The first call answers 200 and an event stream that ends without a single event.
     s.sim_fault(json!({"fault": "no_image", "times": 1})).await;
     let response = s
-        .post_json(
-            "/images/generations",
-            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true}),
-        )
+        .post_json("/images/generations", stream_generation())
         .send()
         .await
         .unwrap();
@@ -299,10 +301,7 @@ async fn a_stream_that_fails_before_its_first_event_on_every_try_is_an_http_erro
     let s = setup_with(&["acct-a", "acct-b", "acct-c", "acct-d"], &[]);
     s.sim_fault(json!({"fault": "no_image"})).await;
     let response = s
-        .post_json(
-            "/images/generations",
-            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true}),
-        )
+        .post_json("/images/generations", stream_generation())
         .send()
         .await
         .unwrap();

@@ -34,7 +34,7 @@ impl FirstEventWait {
 /// `reply` once its first event is in (the event is put back in front of the rest), or once `wait`
 /// passed without one; a stream whose first item is a failure, or that ends before any event, is
 /// that failure. Other replies are returned as they are.
-pub async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
+async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
     let Reply::Events(mut events) = reply else {
         return Ok(reply);
     };
