@@ -76,6 +76,9 @@ pub struct Percentiles {
     pub p99_ms: f64,
     /// Largest value.
     pub max_ms: f64,
+    /// Mean. In a closed loop at saturation every proxy has the same mean as the floor when it
+    /// has the same throughput (Little's law), whatever the shape of its distribution.
+    pub mean_ms: f64,
 }
 
 /// Raw latencies of one run, nanoseconds.
@@ -311,7 +314,7 @@ pub fn histogram(values: &[u64], expected_interval: Option<u64>) -> Option<Histo
     Some(histogram)
 }
 
-/// p50, p99 and max of a nanosecond histogram, in milliseconds (zeros when empty).
+/// p50, p99, max and mean of a nanosecond histogram, in milliseconds (zeros when empty).
 pub fn percentiles(histogram: &Option<Histogram<u64>>) -> Percentiles {
     let Some(histogram) = histogram.as_ref().filter(|h| !h.is_empty()) else {
         return Percentiles::default();
@@ -321,6 +324,7 @@ pub fn percentiles(histogram: &Option<Histogram<u64>>) -> Percentiles {
         p50_ms: ms(histogram.value_at_quantile(0.5)),
         p99_ms: ms(histogram.value_at_quantile(0.99)),
         max_ms: ms(histogram.max()),
+        mean_ms: histogram.mean() / 1e6,
     }
 }
 

@@ -335,7 +335,7 @@ fn render_small(out: &mut String, runs: &[Run]) {
 fn render_images(out: &mut String, runs: &[Run]) {
     let _ = writeln!(
         out,
-        "### (b) Image-sized responses (non-streaming, `quality` low)\n\n| size | concurrency | target | response MB | req/s | MB/s | p50 ms | p99 ms | added p50 | added p99 | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "### (b) Image-sized responses (non-streaming, `quality` low)\n\n| size | concurrency | target | response MB | req/s | MB/s | p50 ms | p99 ms | added p50 | added p99 | added raw mean | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for run in runs.iter().filter(|r| r.group == Group::Image) {
         let _ = write!(
@@ -353,7 +353,7 @@ fn render_images(out: &mut String, runs: &[Run]) {
                 };
                 let _ = writeln!(
                     out,
-                    " {} | {:.1} | {:.0} | {} | {} | {} | {} | {} | {} |",
+                    " {} | {:.1} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
                     run.response_bytes
                         .map_or("–".to_owned(), |b| format!("{:.2}", b as f64 / 1e6)),
                     r.rps,
@@ -362,12 +362,13 @@ fn render_images(out: &mut String, runs: &[Run]) {
                     ms(r.latency.p99_ms),
                     added(r.latency.p50_ms, floor.map(|f| f.latency.p50_ms)),
                     added(r.latency.p99_ms, floor.map(|f| f.latency.p99_ms)),
+                    added(r.latency_raw.mean_ms, floor.map(|f| f.latency_raw.mean_ms)),
                     run.peak_rss_bytes.map_or("–".to_owned(), mb),
                     r.errors
                 );
             }
             (None, _) => {
-                let _ = writeln!(out, "{}", cells_unsupported(run, 9));
+                let _ = writeln!(out, "{}", cells_unsupported(run, 10));
             }
         }
     }

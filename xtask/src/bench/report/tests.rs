@@ -14,11 +14,13 @@ fn result(rps: f64, p50: f64, p99: f64) -> LoadResult {
             p50_ms: p50,
             p99_ms: p99,
             max_ms: p99,
+            mean_ms: p50 * 1.1,
         },
         latency_raw: Percentiles {
             p50_ms: p50,
             p99_ms: p99,
             max_ms: p99,
+            mean_ms: p50 * 1.2,
         },
         ..LoadResult::default()
     }
@@ -42,12 +44,14 @@ fn sample_report() -> Report {
         p50_ms: 2.0,
         p99_ms: 3.0,
         max_ms: 3.0,
+        mean_ms: 2.2,
     });
     let mut gw_stream = Run::measured(&stream, Target::Imagegate, result(10.0, 51.0, 62.0));
     gw_stream.result.as_mut().unwrap().first_event = Some(Percentiles {
         p50_ms: 2.5,
         p99_ms: 3.5,
         max_ms: 4.0,
+        mean_ms: 2.7,
     });
     Report {
         quick: false,
@@ -146,6 +150,10 @@ fn rendering_shows_every_section_and_the_unsupported_cells() {
     assert!(
         md.contains("| 1 | LiteLLM | not supported (HTTP 400, streaming is not supported) | – |"),
         "{md}"
+    );
+    assert!(
+        md.contains("| 5.00 ms (+5.0%) | 100 ms (+50.0%) | 6.00 ms (+5.0%) | 300.0 |"),
+        "image rows compare the raw mean too: {md}"
     );
     assert!(md.contains("| `pick_lease_release/idle/10000` | 420.0 ns |"));
     assert!(md.contains("**missed**"));
