@@ -150,9 +150,10 @@ mod redis_side {
             RedisPoolState::new(&redis, policy.clone()).map_err(|e| BackendError::Redis(e.to_string()))?,
         );
         // Key permits are not renewed: a permit whose replica died counts until this TTL, which
-        // must exceed the longest request (its upstream deadline plus the relay to the client).
-        let permit_ttl =
-            Duration::from_secs(config.timeouts.large_secs.max(config.timeouts.standard_secs) + 60);
+        // must exceed the longest request: its upstream deadline, plus as much again for a client
+        // slow to take the answer (the upstream crate's read clock).
+        let longest = config.timeouts.large_secs.max(config.timeouts.standard_secs);
+        let permit_ttl = Duration::from_secs(longest.saturating_mul(2).saturating_add(60));
         let key_limiter = RedisKeyLimiter::new(&redis)
             .map_err(|e| BackendError::Redis(e.to_string()))?
             .with_concurrency_retry_after(KEY_RETRY_AFTER)

@@ -28,8 +28,10 @@ pub fn outcome_of(failure: &Failure) -> Outcome {
             detail: short(&failure.message),
         },
         // An answer without an image depends on the prompt (the model answered in words), not on
-        // the account: like a refusal, it is not held against the account.
-        FailureKind::NoImage
+        // the account: like a refusal, it is not held against the account. Nor is a client that
+        // read the answer too slowly.
+        FailureKind::ClientTooSlow
+        | FailureKind::NoImage
         | FailureKind::Refused
         | FailureKind::Invalid
         | FailureKind::ModelUnsupported => Outcome::Invalid,
@@ -39,4 +41,21 @@ pub fn outcome_of(failure: &Failure) -> Outcome {
 /// At most 200 characters of a message, for the operator's view.
 fn short(message: &str) -> String {
     message.chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_slow_client_is_not_held_against_the_account_but_a_slow_upstream_is() {
+        let budget = Duration::from_secs(300);
+        assert_eq!(outcome_of(&Failure::client_too_slow(budget)), Outcome::Invalid);
+        assert!(matches!(
+            outcome_of(&Failure::timeout(budget)),
+            Outcome::Transient { .. }
+        ));
+    }
 }

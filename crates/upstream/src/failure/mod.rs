@@ -36,6 +36,10 @@ pub enum FailureKind {
     Transient,
     /// The call's deadline passed.
     Timeout,
+    /// A relayed answer outlived its client's own budget: the client took what it was handed so
+    /// slowly that it held the stream for longer than the call's deadline. Not the account's
+    /// fault (see `openai::read_clock`).
+    ClientTooSlow,
     /// The content policy refused the request (e.g. `moderation_blocked`). Shown to the client as
     /// the upstream sent it; not the account's fault.
     Refused,
@@ -59,6 +63,7 @@ impl FailureKind {
             Self::Forbidden { .. } => "forbidden",
             Self::Transient => "transient",
             Self::Timeout => "timeout",
+            Self::ClientTooSlow => "client_too_slow",
             Self::Refused => "refused",
             Self::Invalid => "invalid",
             Self::ModelUnsupported => "model_unsupported",
@@ -127,6 +132,17 @@ impl Failure {
         )
     }
 
+    /// [`FailureKind::ClientTooSlow`] with a budget of `deadline`.
+    pub fn client_too_slow(deadline: std::time::Duration) -> Self {
+        Self::new(
+            FailureKind::ClientTooSlow,
+            format!(
+                "the client read it too slowly and held the stream for longer than {} s",
+                deadline.as_secs_f64()
+            ),
+        )
+    }
+
     /// [`FailureKind::NoImage`].
     pub fn no_image() -> Self {
         Self::new(FailureKind::NoImage, "the upstream answer holds no image")
@@ -145,6 +161,8 @@ impl Failure {
     /// - [`FailureKind::Refused`] and [`FailureKind::Invalid`]: the upstream's error as it is;
     /// - [`FailureKind::RateLimited`]: 429 `usage_limit_reached`;
     /// - [`FailureKind::Timeout`]: 504 `Upstream request failed: <cause>`;
+    /// - [`FailureKind::ClientTooSlow`]: 504 with the code `client_too_slow` (seen only by a client
+    ///   still reading, and kept in its usage record);
     /// - everything else: 502 `Upstream request failed: <cause>`.
     pub fn client_error(&self) -> ApiError {
         if let Some(passthrough) = &self.passthrough {
@@ -159,6 +177,11 @@ impl Failure {
                 ErrorKind::UpstreamTimeout,
                 format!("Upstream request failed: {}", self.message),
             ),
+            FailureKind::ClientTooSlow => ApiError::new(
+                ErrorKind::UpstreamTimeout,
+                format!("The answer was cut because {}", self.message),
+            )
+            .with_code("client_too_slow"),
             _ => ApiError::upstream_failed(Some(&self.message)),
         }
     }
@@ -218,5 +241,16 @@ mod tests {
         .client_error();
         assert_eq!(err.status(), 502);
         assert!(err.message.starts_with("Upstream request failed: "));
+    }
+
+    #[test]
+    fn a_client_too_slow_is_named_as_such() {
+        let err = Failure::client_too_slow(Duration::from_secs(300)).client_error();
+        assert_eq!(err.status(), 504);
+        assert_eq!(err.code(), Some("client_too_slow"));
+        assert_eq!(
+            err.message,
+            "The answer was cut because the client read it too slowly and held the stream for longer than 300 s"
+        );
     }
 }

@@ -15,6 +15,7 @@ use futures::channel::oneshot;
 use imagegate_codec::usage_scan::{ImagesResponseScanner, ResponseSummary};
 use tokio::time::timeout_at;
 
+use super::read_clock::ReadClock;
 use super::{Deadline, check_scanned, has_b64_json_string};
 use crate::call::Endpoint;
 use crate::failure::{Failure, classify_transport};
@@ -23,15 +24,29 @@ use crate::reply::{BodyStream, EndSummary, JsonStream, Reply};
 /// Where the upstream's body comes from: the HTTP response, or chunks in tests.
 pub(crate) type Chunks = futures::stream::BoxStream<'static, Result<Bytes, Failure>>;
 
-/// The body of `response` as [`Chunks`], each read bounded by `deadline`.
+/// The body of `response` as [`Chunks`], each read bounded by `deadline`, the time the reader
+/// holds the stream not counting against the upstream ([`ReadClock`]).
 pub(crate) fn chunks_of(response: reqwest::Response, deadline: Deadline) -> Chunks {
-    futures::stream::unfold(Some(response), move |response| async move {
-        let mut response = response?;
-        match timeout_at(deadline.at, response.chunk()).await {
-            Err(_elapsed) => Some((Err(deadline.failure()), None)),
-            Ok(Err(err)) => Some((Err(classify_transport(&err)), None)),
-            Ok(Ok(None)) => None,
-            Ok(Ok(Some(chunk))) => Some((Ok(chunk), Some(response))),
+    let body = response
+        .bytes_stream()
+        .map(|chunk| chunk.map_err(|err| classify_transport(&err)))
+        .boxed();
+    timed(body, deadline)
+}
+
+/// `body` with its reads bounded by `deadline` (the transport-independent part of [`chunks_of`]).
+pub(crate) fn timed(body: Chunks, deadline: Deadline) -> Chunks {
+    futures::stream::unfold(Some((body, ReadClock::new(deadline))), |state| async move {
+        let (mut body, mut clock) = state?;
+        clock.resumed();
+        match timeout_at(clock.at(), body.next()).await {
+            Err(_elapsed) => Some((Err(clock.failure()), None)),
+            Ok(Some(Err(failure))) => Some((Err(failure), None)),
+            Ok(None) => None,
+            Ok(Some(Ok(chunk))) => {
+                clock.handed_over();
+                Some((Ok(chunk), Some((body, clock))))
+            }
         }
     })
     .boxed()

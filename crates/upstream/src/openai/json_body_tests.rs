@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use bytes::Bytes;
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -182,4 +184,61 @@ proptest! {
         let relayed = runtime.block_on(whole(split(&body, &cuts))).unwrap();
         prop_assert_eq!(relayed, Bytes::from(body));
     }
+}
+
+/// `pieces`, each arriving 10 ms after it is asked for, read under a 5 s deadline by a client that
+/// takes `pause` with each chunk; what the client got.
+async fn read_paced(pieces: Vec<Result<Bytes, Failure>>, pause: Duration) -> Vec<Result<Bytes, Failure>> {
+    let body = futures::stream::iter(pieces)
+        .then(|piece| async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            piece
+        })
+        .boxed();
+    let mut chunks = timed(body, Deadline::from_now(Duration::from_secs(5)));
+    let mut got = Vec::new();
+    while let Some(item) = chunks.next().await {
+        got.push(item);
+        tokio::time::sleep(pause).await;
+    }
+    got
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_slower_than_the_deadline_does_not_time_the_upstream_out() {
+    let body = answer();
+    let pieces = split(&body, &[100, 200, 300, 400]);
+    // 5 x 2 s with the client: past the 5 s deadline, but the upstream took 50 ms of it.
+    let got = read_paced(pieces, Duration::from_secs(2)).await;
+    assert_eq!(got.len(), 5, "{got:?}");
+    let bytes: Vec<u8> = got.into_iter().flat_map(|c| c.unwrap().to_vec()).collect();
+    assert_eq!(bytes, body);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_holding_the_body_past_its_own_budget_is_too_slow() {
+    let pieces = split(&answer(), &[100, 200]);
+    // 6 s with the client after each chunk: by the third read it has held the body for 12 s, past
+    // the 5 + 5 s the call allows.
+    let got = read_paced(pieces, Duration::from_secs(6)).await;
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[2].as_ref().unwrap_err().kind, FailureKind::ClientTooSlow);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_upstream_slower_than_the_deadline_times_out_whatever_the_client() {
+    let body = futures::stream::iter(vec![Ok(Bytes::from_static(b"{\"data\":"))])
+        .chain(futures::stream::pending())
+        .boxed();
+    let mut chunks = timed(body, Deadline::from_now(Duration::from_secs(5)));
+    assert!(chunks.next().await.unwrap().is_ok());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = tokio::time::Instant::now();
+    let failure = chunks.next().await.unwrap().unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Timeout);
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(5),
+        "the client's second is not the upstream's"
+    );
 }

@@ -6,7 +6,9 @@
 //!   or `"type":"error"`): classified with [`classify_error_object`];
 //! - the body fails mid-stream ([`crate::FailureKind::Transient`]) or an event is too large
 //!   ([`crate::FailureKind::Protocol`]);
-//! - the deadline passes ([`crate::FailureKind::Timeout`]);
+//! - the deadline passes ([`crate::FailureKind::Timeout`]); the time the client holds the stream
+//!   does not count, up to a budget of its own ([`crate::FailureKind::ClientTooSlow`]; see
+//!   [`super::read_clock`]);
 //! - the body ends before a final event (`image_generation.completed`, `image_edit.completed`,
 //!   `response.completed`, `response.failed`, `response.incomplete`): [`crate::FailureKind::Transient`].
 //!
@@ -25,6 +27,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
+use super::read_clock::ReadClock;
 use super::{Deadline, now_unix_ms};
 use crate::call::Endpoint;
 use crate::failure::{Failure, classify_error_object, classify_transport};
@@ -48,7 +51,7 @@ struct Relay {
     body: BoxStream<'static, Result<Bytes, Failure>>,
     decoder: SseDecoder,
     endpoint: Endpoint,
-    deadline: Deadline,
+    clock: ReadClock,
     finals_expected: usize,
     finals_seen: usize,
     done: bool,
@@ -65,13 +68,15 @@ pub(crate) fn relay_chunks(
         body,
         decoder: SseDecoder::new(),
         endpoint,
-        deadline,
+        clock: ReadClock::new(deadline),
         finals_expected: finals_expected.max(1),
         finals_seen: 0,
         done: false,
     };
     futures::stream::unfold(state, |mut state| async move {
+        state.clock.resumed();
         let item = state.next_item().await?;
+        state.clock.handed_over();
         Some((item, state))
     })
     .boxed()
@@ -98,12 +103,12 @@ impl Relay {
                     Seen::Error(failure) => return self.fail(failure),
                 }
             }
-            match timeout_at(self.deadline.at, self.body.next()).await {
+            match timeout_at(self.clock.at(), self.body.next()).await {
                 Err(_elapsed) if self.finals_seen > 0 => {
                     self.done = true;
                     return None;
                 }
-                Err(_elapsed) => return self.fail(self.deadline.failure()),
+                Err(_elapsed) => return self.fail(self.clock.failure()),
                 Ok(Some(Ok(chunk))) => {
                     if let Err(err) = self.decoder.push(&chunk) {
                         return self.fail(Failure::protocol(format!(

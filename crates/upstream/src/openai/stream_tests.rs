@@ -187,3 +187,52 @@ async fn after_a_final_event_the_deadline_ends_the_stream_quietly() {
     assert_eq!(items.len(), 1);
     assert!(items[0].is_ok());
 }
+
+/// Three partial images and the completed event, each arriving 10 ms after it is asked for (a
+/// prompt upstream held back only by flow control).
+fn paced_body() -> BoxStream<'static, Result<Bytes, Failure>> {
+    let mut frames: Vec<String> = (0..3)
+        .map(|i| format!("event: image_generation.partial_image\ndata: {{\"i\":{i}}}\n\n"))
+        .collect();
+    frames.push("event: image_generation.completed\ndata: {\"i\":3}\n\n".to_owned());
+    stream::iter(frames)
+        .then(|frame| async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            Ok(Bytes::from(frame))
+        })
+        .boxed()
+}
+
+/// Relays [`paced_body`] under a 5 s deadline to a client that takes `pause` with each event.
+async fn relay_to_a_client_pausing(pause: Duration) -> Vec<Result<SseEvent, Failure>> {
+    let mut events = relay_chunks(
+        paced_body(),
+        Endpoint::Generations,
+        1,
+        deadline_in(Duration::from_secs(5)),
+    );
+    let mut items = Vec::new();
+    while let Some(item) = events.next().await {
+        items.push(item);
+        tokio::time::sleep(pause).await;
+    }
+    items
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_slower_than_the_deadline_does_not_time_the_upstream_out() {
+    // 4 x 2 s with the client: past the 5 s deadline, but the upstream took 40 ms of it.
+    let items = relay_to_a_client_pausing(Duration::from_secs(2)).await;
+    assert_eq!(items.len(), 4, "{items:?}");
+    assert!(items.iter().all(Result::is_ok), "{items:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_holding_the_stream_past_its_own_budget_is_too_slow() {
+    // 6 s with the client after each event: by the third read the client has held the stream
+    // for 12 s, past the 5 + 5 s the call allows.
+    let items = relay_to_a_client_pausing(Duration::from_secs(6)).await;
+    assert_eq!(items.len(), 3, "{items:?}");
+    assert!(items[..2].iter().all(Result::is_ok));
+    assert_eq!(items[2].as_ref().unwrap_err().kind, FailureKind::ClientTooSlow);
+}
