@@ -1,5 +1,6 @@
 //! End to end: the account pool seen through the real binaries: failover on 5xx, size-class
-//! concurrency, the fallback ladder, keepalive comments and agent tool injection.
+//! concurrency, the fallback ladder, keepalive comments, agent tool injection and a Responses stream
+//! failing over after its lifecycle events.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -182,4 +183,80 @@ async fn official_agent_clients_get_the_image_tool_injected() {
     assert_eq!(calls(&agent), 1, "{agent}");
     let other: Value = ask("OpenAI/Python 3.54.0").await.unwrap().json().await.unwrap();
     assert_eq!(calls(&other), 0, "{other}");
+}
+
+#[tokio::test]
+async fn a_responses_stream_hitting_a_limit_after_it_started_goes_to_another_account() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    // The first call starts its stream, then fails with a rate limit, as the ChatGPT backend
+    // reports a limit met during a call.
+    s.sim_fault(json!({"fault": "rate_limit_in_stream", "times": 1, "retry_after_seconds": 90}))
+        .await;
+    let tool = json!([{"type": "image_generation", "size": "1024x1024", "quality": "low"}]);
+    let response = s
+        .post_json(
+            "/responses",
+            json!({"model": "gpt-5", "input": "draw a fox", "tools": tool, "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = imagegate_e2e::parse_sse(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "response.created").count(),
+        1,
+        "the client sees one response: {names:?}"
+    );
+    assert_eq!(names.last(), Some(&"response.completed"), "{names:?}");
+    let sequence: Vec<u64> = events
+        .iter()
+        .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+
+    let stats = s.sim_stats().await;
+    let requests = |name: &str| {
+        stats["by_token"][credential(name)]["requests"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        (
+            requests("acct-a") + requests("acct-b"),
+            requests("acct-a").min(requests("acct-b"))
+        ),
+        (2, 1),
+        "{stats}"
+    );
+
+    // The limited account cools down until the wait the upstream named.
+    let listed = s.accounts();
+    let limited: Vec<&Value> = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| !a["live"]["cooldowns"].as_array().unwrap().is_empty())
+        .collect();
+    assert_eq!(limited.len(), 1, "{listed}");
+    let until = limited[0]["live"]["cooldowns"][0]["until"].as_u64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        until > now + 60_000 && until <= now + 91_000,
+        "cooldown until {until}, now {now}"
+    );
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 200, "{:?}", records[0]);
+    assert!(
+        records[0]["fallback_note"]
+            .as_str()
+            .unwrap()
+            .contains("failed over 1"),
+        "{:?}",
+        records[0]
+    );
 }

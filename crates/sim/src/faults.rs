@@ -47,11 +47,16 @@ pub enum FaultKind {
     /// names: `model_unsupported`, `model_not_supported`, `model_not_found`). Give the rule a `model`
     /// to refuse only that main model.
     ModelUnsupported,
+    /// A Responses stream that starts (`response.created`, `response.in_progress`) and then fails
+    /// with `response.failed` carrying `rate_limit_exceeded` ("Please try again in <retry after>s"),
+    /// as the ChatGPT-subscription backend reports limits met mid-call (names:
+    /// `rate_limit_in_stream`, `response_failed_rate_limit`). Other requests are answered normally.
+    RateLimitInStream,
 }
 
 impl FaultKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 14] = [
         Self::UsageLimit,
         Self::RateLimit,
         Self::Server500,
@@ -65,6 +70,7 @@ impl FaultKind {
         Self::Html502,
         Self::NoImage,
         Self::ModelUnsupported,
+        Self::RateLimitInStream,
     ];
 
     /// Canonical name.
@@ -83,6 +89,7 @@ impl FaultKind {
             Self::Html502 => "html_502",
             Self::NoImage => "no_image",
             Self::ModelUnsupported => "model_unsupported",
+            Self::RateLimitInStream => "rate_limit_in_stream",
         }
     }
 }
@@ -90,7 +97,7 @@ impl FaultKind {
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported"
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream"
 )]
 pub struct UnknownFault(pub String);
 
@@ -112,6 +119,7 @@ impl FromStr for FaultKind {
             "html_502" | "html502" => Self::Html502,
             "no_image" | "200_no_image" => Self::NoImage,
             "model_unsupported" | "model_not_supported" | "model_not_found" => Self::ModelUnsupported,
+            "rate_limit_in_stream" | "response_failed_rate_limit" => Self::RateLimitInStream,
             _ => return Err(UnknownFault(s.to_owned())),
         })
     }
@@ -158,7 +166,7 @@ pub struct FaultRule {
     /// `resets_in_seconds` for `usage_limit`.
     #[serde(default)]
     pub resets_in_seconds: Option<u64>,
-    /// `retry-after` for `rate_limit` and 503.
+    /// `retry-after` for `rate_limit` and 503, and the wait named by `rate_limit_in_stream`.
     #[serde(default)]
     pub retry_after_seconds: Option<u64>,
     /// Stall duration in milliseconds for `stall` and `stall_mid_stream`.

@@ -279,3 +279,35 @@ async fn random_faults_follow_the_configured_rate() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn rate_limit_in_stream_fails_a_started_responses_stream() {
+    let request = json!({"model": "gpt-5", "input": "draw", "stream": true,
+        "tools": [{"type": "image_generation"}]});
+    let answer = with_fault("rate_limit_in_stream", &request, "/v1/responses").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let events = answer.events();
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    // The prelude (up to the image call's `generating`), then the failure: no image data.
+    assert_eq!(
+        names,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.image_generation_call.in_progress",
+            "response.image_generation_call.generating",
+            "response.failed"
+        ]
+    );
+    let failed = &events[5].1;
+    assert_eq!(failed["sequence_number"], 5);
+    assert_eq!(failed["response"]["status"], "failed");
+    assert_eq!(failed["response"]["error"]["code"], "rate_limit_exceeded");
+    let message = failed["response"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Please try again in"), "{message}");
+
+    // Other requests are answered normally.
+    let answer = with_fault("rate_limit_in_stream", &body(), "/v1/images/generations").await;
+    assert_eq!(answer.status, StatusCode::OK);
+}

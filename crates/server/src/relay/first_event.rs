@@ -1,13 +1,19 @@
-//! Waiting, briefly, for a stream's first event before the client gets the headers.
+//! Waiting, briefly, for a stream's first telling event before the client gets the headers.
 //!
 //! An upstream that accepts a streaming call and then fails before its first event (an `error`
 //! event, a stream that ends at once) would otherwise reach the client as a 200 followed by an
 //! error frame, past the point where another account can be tried. Holding the headers until the
 //! first event, for at most a short wait, turns that into an ordinary failed call.
+//!
+//! A Responses stream opens with lifecycle events that carry no output (`response.created`,
+//! `response.in_progress`, the image call's `added`, `in_progress` and `generating`), and a limit
+//! met during the call fails it right after them (`response.failed`). Those events are held with
+//! the headers, so such a failure is failed over too; nothing of them is lost when the wait ends.
 
 use std::time::Duration;
 
 use futures::StreamExt;
+use imagegate_codec::sse::SseEvent;
 use imagegate_upstream::{Failure, Reply};
 
 /// The wait for first events left to one request, over all its tries: streams that each fail after
@@ -31,26 +37,49 @@ impl FirstEventWait {
     }
 }
 
-/// `reply` once its first event is in (the event is put back in front of the rest), or once `wait`
-/// passed without one; a stream whose first item is a failure, or that ends before any event, is
-/// that failure. Other replies are returned as they are.
+/// `reply` once its first telling event is in (it and the lifecycle events held before it are put
+/// back in front of the rest), or once `wait` passed without one; a stream whose items before it
+/// end in a failure, or that ends first, is that failure. Other replies are returned as they are.
 async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
     let Reply::Events(mut events) = reply else {
         return Ok(reply);
     };
-    // Dropping `next()` after the wait loses nothing: the stream keeps the event in progress.
-    match tokio::time::timeout(wait, events.next()).await {
-        Err(_quiet) => Ok(Reply::Events(events)),
-        Ok(Some(Ok(first))) => Ok(Reply::Events(
-            futures::stream::once(async move { Ok(first) })
-                .chain(events)
-                .boxed(),
-        )),
-        Ok(Some(Err(failure))) => Err(failure),
-        Ok(None) => Err(Failure::transient(
-            "the upstream stream ended before its first event",
-        )),
+    let until = tokio::time::Instant::now() + wait;
+    let mut held = Vec::new();
+    loop {
+        // Dropping `next()` after the wait loses nothing: the stream keeps the event in progress.
+        match tokio::time::timeout_at(until, events.next()).await {
+            Err(_quiet) => break,
+            Ok(Some(Ok(event))) => {
+                let telling = !is_lifecycle(&event);
+                held.push(Ok(event));
+                if telling {
+                    break;
+                }
+            }
+            Ok(Some(Err(failure))) => return Err(failure),
+            Ok(None) => {
+                return Err(Failure::transient(
+                    "the upstream stream ended before its first event",
+                ));
+            }
+        }
     }
+    Ok(Reply::Events(futures::stream::iter(held).chain(events).boxed()))
+}
+
+/// A Responses event that says the call goes on but carries no output yet.
+fn is_lifecycle(event: &SseEvent) -> bool {
+    matches!(
+        event.event.as_deref(),
+        Some(
+            "response.created"
+                | "response.in_progress"
+                | "response.output_item.added"
+                | "response.image_generation_call.in_progress"
+                | "response.image_generation_call.generating"
+        )
+    )
 }
 
 #[cfg(test)]
@@ -147,6 +176,71 @@ mod tests {
             started.elapsed(),
             Duration::from_secs(2),
             "the second try found the wait spent"
+        );
+    }
+
+    const LIFECYCLE: [&str; 5] = [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+    ];
+
+    #[tokio::test]
+    async fn a_responses_stream_failing_after_its_lifecycle_events_is_a_failed_call() {
+        let limited = Failure::new(
+            FailureKind::RateLimited {
+                reset_at_unix_ms: None,
+                images_only: false,
+            },
+            "limited",
+        );
+        let events = stream::iter(LIFECYCLE.map(event))
+            .map(Ok)
+            .chain(stream::iter([Err(limited)]))
+            .boxed();
+        let failure = settle(Reply::Events(events), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(failure.message, "limited");
+    }
+
+    #[tokio::test]
+    async fn lifecycle_events_are_held_until_the_first_telling_one_and_kept_in_order() {
+        let events = stream::iter(LIFECYCLE.map(event))
+            .map(Ok)
+            .chain(stream::iter([
+                Ok(event("response.image_generation_call.partial_image")),
+                Err(Failure::new(FailureKind::Transient, "late")),
+            ]))
+            .boxed();
+        let reply = settle(Reply::Events(events), Duration::from_secs(5))
+            .await
+            .unwrap();
+        let mut expected: Vec<String> = LIFECYCLE.iter().map(|n| (*n).to_owned()).collect();
+        expected.push("response.image_generation_call.partial_image".to_owned());
+        expected.push("failure: late".to_owned());
+        assert_eq!(names(reply).await, expected);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lifecycle_events_are_answered_after_the_wait_and_nothing_is_lost() {
+        let slow = stream::once(async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(event("response.completed"))
+        });
+        let events = stream::iter([Ok(event("response.created")), Ok(event("response.in_progress"))])
+            .chain(slow)
+            .boxed();
+        let started = tokio::time::Instant::now();
+        let reply = settle(Reply::Events(events), Duration::from_secs(2))
+            .await
+            .unwrap();
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        assert_eq!(
+            names(reply).await,
+            ["response.created", "response.in_progress", "response.completed"]
         );
     }
 

@@ -59,6 +59,14 @@ impl RequestContext {
         self.fault.is_some_and(|f| f.kind == FaultKind::NoImage)
     }
 
+    /// The wait named by a `response.failed` rate limit after the stream started, for
+    /// `rate_limit_in_stream`.
+    pub fn in_stream_rate_limit(&self) -> Option<u64> {
+        self.fault
+            .filter(|f| f.kind == FaultKind::RateLimitInStream)
+            .map(|f| f.retry_after_seconds)
+    }
+
     /// The pause after the first bytes, for `stall_mid_stream`.
     pub fn mid_stream_stall(&self) -> Option<Duration> {
         self.fault

@@ -119,6 +119,12 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
         .collect();
     let deadline = context.start + context.latency;
     let stall = context.mid_stream_stall();
+    if let Some(retry_after) = context.in_stream_rate_limit() {
+        let message = format!("Rate limit reached for image generation. Please try again in {retry_after}s.");
+        let failed = events::failed(&plan, "rate_limit_exceeded", &message, &mut sequencer);
+        let frames = prelude.into_iter().chain(std::iter::once(failed.to_sse()));
+        return sse_response(stream::iter(frames.map(Ok)).boxed());
+    }
     let rest = async move {
         if let Some(pause) = stall {
             tokio::time::sleep(pause).await;

@@ -4,6 +4,8 @@
 //! Ends with `Err(Failure)` (and nothing after it) when:
 //! - the upstream sends an error event (`event: error`, or data with a top-level `error` object,
 //!   or `"type":"error"`): classified with [`classify_error_object`];
+//! - a Responses stream fails with a usage or rate limit (`response.failed` whose error is
+//!   [`crate::FailureKind::RateLimited`]); other `response.failed` events are relayed as final;
 //! - the body fails mid-stream ([`crate::FailureKind::Transient`]) or an event is too large
 //!   ([`crate::FailureKind::Protocol`]);
 //! - the deadline passes ([`crate::FailureKind::Timeout`]); the time the client holds the stream
@@ -30,7 +32,7 @@ use tokio::time::timeout_at;
 use super::read_clock::ReadClock;
 use super::{Deadline, now_unix_ms};
 use crate::call::Endpoint;
-use crate::failure::{Failure, classify_error_object, classify_transport};
+use crate::failure::{Failure, FailureKind, classify_error_object, classify_transport};
 use crate::reply::EventStream;
 
 /// Relays the body of `response` as events.
@@ -152,6 +154,11 @@ impl Relay {
         if is_error {
             return Seen::Error(stream_error(&event.data));
         }
+        if self.endpoint == Endpoint::Responses && probe.kind.as_deref() == Some("response.failed") {
+            if let Some(failure) = account_failure(&event.data) {
+                return Seen::Error(failure);
+            }
+        }
         let is_final = match (self.endpoint, probe.kind.as_deref()) {
             (Endpoint::Generations, Some(kind)) => kind == "image_generation.completed",
             (Endpoint::Edits, Some(kind)) => kind == "image_edit.completed",
@@ -181,6 +188,25 @@ struct Probe {
     kind: Option<String>,
     #[serde(default)]
     error: Option<IgnoredAny>,
+}
+
+/// The failure in a `response.failed` event when it is the account's: a usage or rate limit, as
+/// the ChatGPT-subscription backend reports limits met during a call. As a failure it is recorded
+/// on the account, and before anything was relayed the request goes to another account. Any other
+/// failed response (a refusal, a bad input, a failed generation) is the request's, and stays the
+/// final event the client's SDK expects.
+fn account_failure(data: &str) -> Option<Failure> {
+    #[derive(Deserialize)]
+    struct Failed {
+        response: Option<FailedResponse>,
+    }
+    #[derive(Deserialize)]
+    struct FailedResponse {
+        error: Option<serde_json::Map<String, Value>>,
+    }
+    let error = serde_json::from_str::<Failed>(data).ok()?.response?.error?;
+    let failure = classify_error_object(None, &error, &HeaderMap::new(), now_unix_ms());
+    matches!(failure.kind, FailureKind::RateLimited { .. }).then_some(failure)
 }
 
 /// Classifies the data of an error event.

@@ -236,3 +236,42 @@ async fn a_client_holding_the_stream_past_its_own_budget_is_too_slow() {
     assert!(items[..2].iter().all(Result::is_ok));
     assert_eq!(items[2].as_ref().unwrap_err().kind, FailureKind::ClientTooSlow);
 }
+
+#[tokio::test]
+async fn a_responses_stream_failing_on_a_rate_limit_is_a_failure_of_the_account() {
+    let failed = r#"{"type":"response.failed","sequence_number":2,"response":{"status":"failed","error":{"code":"rate_limit_exceeded","message":"Rate limit reached. Please try again in 20s."}}}"#;
+    let frames = format!(
+        "event: response.created\ndata: {{\"type\":\"response.created\",\"sequence_number\":0}}\n\n\
+         event: response.in_progress\ndata: {{\"type\":\"response.in_progress\",\"sequence_number\":1}}\n\n\
+         event: response.failed\ndata: {failed}\n\n"
+    );
+    let items = collect(chunks(&[&frames]), Endpoint::Responses).await;
+    assert_eq!(items.len(), 3, "{items:?}");
+    assert!(items[..2].iter().all(Result::is_ok));
+    let failure = items[2].as_ref().unwrap_err();
+    assert!(
+        matches!(
+            failure.kind,
+            FailureKind::RateLimited {
+                reset_at_unix_ms: Some(_),
+                ..
+            }
+        ),
+        "{failure:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_responses_stream_failing_for_the_request_ends_with_its_final_event() {
+    let failed = r#"{"type":"response.failed","sequence_number":1,"response":{"status":"failed","error":{"code":"image_content_policy_violation","message":"Rejected."}}}"#;
+    let frames = format!(
+        "event: response.created\ndata: {{\"type\":\"response.created\",\"sequence_number\":0}}\n\n\
+         event: response.failed\ndata: {failed}\n\n"
+    );
+    let items = collect(chunks(&[&frames]), Endpoint::Responses).await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(
+        items[1].as_ref().unwrap().event.as_deref(),
+        Some("response.failed")
+    );
+}
