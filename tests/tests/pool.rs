@@ -190,8 +190,11 @@ async fn a_responses_stream_hitting_a_limit_after_it_started_goes_to_another_acc
     let s = setup_with(&["acct-a", "acct-b"], &[]);
     // The first call starts its stream, then fails with a rate limit, as the ChatGPT backend
     // reports a limit met during a call.
-    s.sim_fault(json!({"fault": "rate_limit_in_stream", "times": 1, "retry_after_seconds": 90}))
-        .await;
+    s.sim_fault(
+        json!({"fault": "rate_limit_in_stream", "times": 1, "retry_after_seconds": 90,
+        "path": "/v1/responses"}),
+    )
+    .await;
     let tool = json!([{"type": "image_generation", "size": "1024x1024", "quality": "low"}]);
     let response = s
         .post_json(

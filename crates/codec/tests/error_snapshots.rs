@@ -8,7 +8,7 @@ use imagegate_domain::{
     check_mask, validate_edit, validate_generation, validate_main_model,
 };
 
-const ALL_KINDS: [ErrorKind; 14] = [
+const ALL_KINDS: [ErrorKind; 15] = [
     ErrorKind::InvalidRequest,
     ErrorKind::UnknownParameter,
     ErrorKind::ModelNotFound,
@@ -21,6 +21,7 @@ const ALL_KINDS: [ErrorKind; 14] = [
     ErrorKind::ContentPolicy,
     ErrorKind::UpstreamFailed,
     ErrorKind::UpstreamTimeout,
+    ErrorKind::ClientTooSlow,
     ErrorKind::Overloaded,
     ErrorKind::Internal,
 ];
@@ -65,6 +66,10 @@ fn example(kind: ErrorKind) -> ApiError {
         ),
         ErrorKind::UpstreamFailed => ApiError::upstream_failed(Some("the upstream returned no image")),
         ErrorKind::UpstreamTimeout => ApiError::new(kind, "The upstream did not answer within 300 seconds."),
+        ErrorKind::ClientTooSlow => ApiError::new(
+            kind,
+            "The answer was cut because the client read it too slowly and held the stream for longer than 300 s",
+        ),
         ErrorKind::Overloaded => ApiError::new(kind, "The gateway is at capacity. Try again shortly."),
         ErrorKind::Internal => ApiError::internal(),
     }
@@ -92,6 +97,7 @@ fn the_table_matches_the_agreed_interface() {
             (400, "image_generation_user_error", Some("moderation_blocked")),
             (502, "upstream_error", Some("upstream_request_failed")),
             (504, "upstream_error", Some("upstream_timeout")),
+            (408, "invalid_request_error", Some("client_too_slow")),
             (503, "server_error", Some("overloaded")),
             (500, "server_error", None),
         ]

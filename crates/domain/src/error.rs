@@ -35,6 +35,9 @@ pub enum ErrorKind {
     UpstreamFailed,
     /// The upstream did not answer in time (504).
     UpstreamTimeout,
+    /// The client took a relayed answer so slowly that it outlived its own deadline (408; seen
+    /// only after the answer started, so only in a stream's error event and the usage record).
+    ClientTooSlow,
     /// The gateway has no capacity left right now (503).
     Overloaded,
     /// A bug or unexpected state inside the gateway (500).
@@ -57,6 +60,7 @@ impl ErrorKind {
             Self::ContentPolicy => "content_policy",
             Self::UpstreamFailed => "upstream_failed",
             Self::UpstreamTimeout => "upstream_timeout",
+            Self::ClientTooSlow => "client_too_slow",
             Self::Overloaded => "overloaded",
             Self::Internal => "internal",
         }

@@ -50,7 +50,8 @@ pub enum FaultKind {
     /// A Responses stream that starts (`response.created`, `response.in_progress`) and then fails
     /// with `response.failed` carrying `rate_limit_exceeded` ("Please try again in <retry after>s"),
     /// as the ChatGPT-subscription backend reports limits met mid-call (names:
-    /// `rate_limit_in_stream`, `response_failed_rate_limit`). Other requests are answered normally.
+    /// `rate_limit_in_stream`, `response_failed_rate_limit`). Other requests are answered normally,
+    /// though a scripted rule counts them down: give it `"path": "/v1/responses"`.
     RateLimitInStream,
 }
 

@@ -5,6 +5,7 @@ mod common;
 
 use base64::Engine as _;
 use common::*;
+use futures::StreamExt as _;
 use imagegate_codec::sse::SseEvent;
 use imagegate_domain::{ImageFileFormat, ImageParams, ImageParamsDraft};
 use imagegate_upstream::{AccountKind, Failure, FailureKind, Reply, Upstream, UpstreamCall};
@@ -286,4 +287,38 @@ async fn a_codex_account_without_main_model_is_refused_before_calling() {
         .unwrap_err();
     assert_eq!(failure.kind, FailureKind::Protocol);
     assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_client_taking_its_time_between_images_does_not_time_the_next_call_out() {
+    let server = MockServer::start().await;
+    // Each call takes 0.8 s of the upstream's own time.
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(image_call_sse("SU1BR0U=", &[])).set_delay(std::time::Duration::from_millis(800)))
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(2),
+        stream: Some(true),
+        ..prompt_only("two cats")
+    });
+    let mut target = target(&server, AccountKind::Codex);
+    target.main_models = vec!["gpt-5".to_owned()];
+    let deadline = std::time::Duration::from_secs(2);
+    let reply = upstream()
+        .call(&target, UpstreamCall::Generate { params: &params }, deadline)
+        .await
+        .unwrap();
+    let Reply::Events(mut events) = reply else {
+        panic!("not a stream")
+    };
+    let first = events.next().await.unwrap().unwrap();
+    assert_eq!(first.event.as_deref(), Some("image_generation.completed"));
+    // The client holds the stream for 1 s: 1.8 s have passed when the second call starts, and it
+    // needs 0.8 s more; only 1.6 s of that is the upstream's.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let second = events.next().await.unwrap();
+    let second = second.unwrap_or_else(|failure| panic!("the second image failed: {failure:?}"));
+    assert_eq!(second.event.as_deref(), Some("image_generation.completed"));
+    assert!(events.next().await.is_none());
 }

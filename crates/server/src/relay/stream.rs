@@ -132,7 +132,12 @@ impl Relay {
         }
     }
 
+    /// The frame that ends a stream on `failure`: the upstream's own final event when it carried the
+    /// failure, an error event otherwise.
     fn error_frame(&self, failure: &Failure) -> Bytes {
+        if let Some(event) = &failure.final_event {
+            return frame(event);
+        }
         let error = failure_error(failure).api;
         match self.kind {
             StreamKind::Images => encode_error(&error),
@@ -279,6 +284,42 @@ mod tests {
             completed
         )));
         assert!(!names_a_completed_image(&event(None, r#"{"type":"x"}"#)));
+    }
+
+    fn responses_relay() -> Relay {
+        Relay {
+            events: futures::stream::empty().boxed(),
+            kind: StreamKind::Responses,
+            keepalive: Duration::from_secs(15),
+            usage: None,
+            held: None,
+            last_sequence: Some(4),
+            done: false,
+        }
+    }
+
+    #[test]
+    fn a_failure_carried_by_the_upstreams_final_event_ends_the_stream_with_that_event() {
+        let failed = SseEvent {
+            event: Some("response.failed".into()),
+            data: r#"{"type":"response.failed","sequence_number":5}"#.into(),
+            id: None,
+        };
+        let limited = Failure::new(
+            imagegate_upstream::FailureKind::RateLimited {
+                reset_at_unix_ms: None,
+                images_only: false,
+            },
+            "limited",
+        );
+        let relay = responses_relay();
+        assert_eq!(
+            relay.error_frame(&limited.clone().with_final_event(failed.clone())),
+            frame(&failed)
+        );
+        let error = String::from_utf8(relay.error_frame(&limited).to_vec()).unwrap();
+        assert!(error.starts_with("event: error\n"), "{error}");
+        assert!(error.contains(r#""sequence_number":5"#), "{error}");
     }
 
     #[test]

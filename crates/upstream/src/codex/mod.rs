@@ -27,6 +27,7 @@ use imagegate_codec::wire::images::{
     CompletedImageEvent, ImageData, ImageEndpoint, ImageStreamEvent, ImagesResponse, PartialImageEvent,
 };
 use imagegate_domain::{Background, ImageParams, Quality, Usage};
+use tokio::time::Instant;
 
 use self::auth::{CodexAuth, Session};
 use self::request::CodexRequest;
@@ -151,6 +152,11 @@ struct Run {
     relayed_for_image: bool,
     pending: Option<FinalImage>,
     done: bool,
+    /// The time the client held the stream so far: each call's deadline moves forward by it, as
+    /// within one call (see `openai::read_clock`), up to a budget of the client's own.
+    client_time: Duration,
+    /// When the last event was handed to the client, until it asks for the next.
+    handed_at: Option<Instant>,
 }
 
 impl Run {
@@ -163,6 +169,23 @@ impl Run {
             relayed_for_image: false,
             pending: None,
             done: false,
+            client_time: Duration::ZERO,
+            handed_at: None,
+        }
+    }
+
+    /// The deadline of the next call: the request's, moved forward by the client's time.
+    fn deadline(&self) -> Deadline {
+        Deadline {
+            at: self.job.deadline.at + self.client_time,
+            budget: self.job.deadline.budget,
+        }
+    }
+
+    /// The client asks for the next event: the time since the last one is the client's.
+    fn resumed(&mut self) {
+        if let Some(handed_at) = self.handed_at.take() {
+            self.client_time += handed_at.elapsed();
         }
     }
 
@@ -176,8 +199,11 @@ impl Run {
                     self.done = true;
                     return None;
                 }
+                if self.client_time >= self.job.deadline.budget {
+                    return self.fail(Failure::client_too_slow(self.job.deadline.budget));
+                }
                 let job = Arc::clone(&self.job);
-                match start(&job, self.model_index).await {
+                match start(&job, self.model_index, self.deadline()).await {
                     Ok(stream) => self.current = Some(stream),
                     Err(failure) if self.next_model(&failure) => {}
                     Err(failure) => return self.fail(failure),
@@ -217,7 +243,7 @@ impl Run {
     async fn open_first(&mut self) -> Result<(), Failure> {
         loop {
             let job = Arc::clone(&self.job);
-            match start(&job, self.model_index).await {
+            match start(&job, self.model_index, self.deadline()).await {
                 Ok(stream) => {
                     self.current = Some(stream);
                     return Ok(());
@@ -265,7 +291,9 @@ impl Run {
     /// The images as a stream of Images API events.
     fn into_events(self) -> EventStream {
         futures::stream::unfold(self, |mut run| async move {
+            run.resumed();
             let output = run.next().await?;
+            run.handed_at = Some(Instant::now());
             let event = output.and_then(|output| image_event(&run.job, output));
             Some((event, run))
         })
@@ -313,8 +341,8 @@ impl Run {
     }
 }
 
-/// Starts the call for the next image with main model number `model_index`.
-async fn start(job: &Job, model_index: usize) -> Result<EventStream, Failure> {
+/// Starts the call for the next image with main model number `model_index`, under `deadline`.
+async fn start(job: &Job, model_index: usize, deadline: Deadline) -> Result<EventStream, Failure> {
     let Some(model) = job.target.main_models.get(model_index) else {
         return Err(Failure::protocol("the codex account has no main model left"));
     };
@@ -325,15 +353,8 @@ async fn start(job: &Job, model_index: usize) -> Result<EventStream, Failure> {
         auth: &job.auth,
         target: &job.target,
     };
-    let response = session
-        .send(Endpoint::Responses, body, true, job.deadline)
-        .await?;
-    Ok(openai::stream::relay(
-        response,
-        Endpoint::Responses,
-        1,
-        job.deadline,
-    ))
+    let response = session.send(Endpoint::Responses, body, true, deadline).await?;
+    Ok(openai::stream::relay(response, Endpoint::Responses, 1, deadline))
 }
 
 fn not_auto(value: &Option<String>, auto: &str) -> Option<String> {

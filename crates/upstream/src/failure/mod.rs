@@ -10,6 +10,7 @@ pub mod reset;
 pub use classify::{classify_error_object, classify_response, classify_transport};
 
 use imagegate_codec::ApiError;
+use imagegate_codec::sse::SseEvent;
 use imagegate_domain::ErrorKind;
 
 /// The class of a failure: what it says about the account and about the request.
@@ -87,6 +88,10 @@ pub struct Failure {
     /// The upstream's own error, to show the client as it is ([`FailureKind::Refused`] and
     /// [`FailureKind::Invalid`]).
     pub passthrough: Option<ApiError>,
+    /// The stream's own final event that carried the failure (a `response.failed` whose limit is
+    /// the account's): relayed as it is to a client that already has the headers, so its SDK sees
+    /// the ending it expects.
+    pub final_event: Option<Box<SseEvent>>,
 }
 
 impl Failure {
@@ -97,6 +102,7 @@ impl Failure {
             status: None,
             message: message.into(),
             passthrough: None,
+            final_event: None,
         }
     }
 
@@ -111,6 +117,13 @@ impl Failure {
     #[must_use]
     pub fn with_passthrough(mut self, error: ApiError) -> Self {
         self.passthrough = Some(error);
+        self
+    }
+
+    /// Sets the final event relayed as it is once the client has the headers.
+    #[must_use]
+    pub fn with_final_event(mut self, event: SseEvent) -> Self {
+        self.final_event = Some(Box::new(event));
         self
     }
 
@@ -161,8 +174,8 @@ impl Failure {
     /// - [`FailureKind::Refused`] and [`FailureKind::Invalid`]: the upstream's error as it is;
     /// - [`FailureKind::RateLimited`]: 429 `usage_limit_reached`;
     /// - [`FailureKind::Timeout`]: 504 `Upstream request failed: <cause>`;
-    /// - [`FailureKind::ClientTooSlow`]: 504 with the code `client_too_slow` (seen only by a client
-    ///   still reading, and kept in its usage record);
+    /// - [`FailureKind::ClientTooSlow`]: 408 `client_too_slow` (seen only by a client still reading,
+    ///   and kept in its usage record and metrics as a client-side failure);
     /// - everything else: 502 `Upstream request failed: <cause>`.
     pub fn client_error(&self) -> ApiError {
         if let Some(passthrough) = &self.passthrough {
@@ -178,10 +191,9 @@ impl Failure {
                 format!("Upstream request failed: {}", self.message),
             ),
             FailureKind::ClientTooSlow => ApiError::new(
-                ErrorKind::UpstreamTimeout,
+                ErrorKind::ClientTooSlow,
                 format!("The answer was cut because {}", self.message),
-            )
-            .with_code("client_too_slow"),
+            ),
             _ => ApiError::upstream_failed(Some(&self.message)),
         }
     }
@@ -246,7 +258,7 @@ mod tests {
     #[test]
     fn a_client_too_slow_is_named_as_such() {
         let err = Failure::client_too_slow(Duration::from_secs(300)).client_error();
-        assert_eq!(err.status(), 504);
+        assert_eq!(err.status(), 408);
         assert_eq!(err.code(), Some("client_too_slow"));
         assert_eq!(
             err.message,

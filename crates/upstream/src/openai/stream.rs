@@ -156,7 +156,7 @@ impl Relay {
         }
         if self.endpoint == Endpoint::Responses && probe.kind.as_deref() == Some("response.failed") {
             if let Some(failure) = account_failure(&event.data) {
-                return Seen::Error(failure);
+                return Seen::Error(failure.with_final_event(event.clone()));
             }
         }
         let is_final = match (self.endpoint, probe.kind.as_deref()) {
@@ -192,7 +192,8 @@ struct Probe {
 
 /// The failure in a `response.failed` event when it is the account's: a usage or rate limit, as
 /// the ChatGPT-subscription backend reports limits met during a call. As a failure it is recorded
-/// on the account, and before anything was relayed the request goes to another account. Any other
+/// on the account, and before anything was relayed the request goes to another account; after, the
+/// client gets the event itself ([`Failure::final_event`]). Any other
 /// failed response (a refusal, a bad input, a failed generation) is the request's, and stays the
 /// final event the client's SDK expects.
 fn account_failure(data: &str) -> Option<Failure> {

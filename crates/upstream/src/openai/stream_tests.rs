@@ -259,6 +259,12 @@ async fn a_responses_stream_failing_on_a_rate_limit_is_a_failure_of_the_account(
         ),
         "{failure:?}"
     );
+    let kept = failure.final_event.as_deref().unwrap();
+    assert_eq!(kept.event.as_deref(), Some("response.failed"));
+    assert_eq!(
+        kept.data, failed,
+        "the event itself, for a client that has the headers"
+    );
 }
 
 #[tokio::test]
