@@ -13,6 +13,15 @@ pub use imagegate_testkit::{TcpProxy, TestDatabase, unique_name};
 pub use images::{png_noise, png_rgb, png_rgba, solid_mask};
 pub use process::{Gateway, Sim, admin, admin_output, admin_with_stdin, bin_path};
 
+/// The `sequence_number` of every event of a Responses stream, which must count from 0 by 1.
+pub fn assert_sequence_counts_from_zero(events: &[(String, serde_json::Value)]) {
+    let sequence: Vec<u64> = events
+        .iter()
+        .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+}
+
 /// Parses an SSE body into `(event name, data JSON)` pairs, ignoring comments.
 pub fn parse_sse(body: &str) -> Vec<(String, serde_json::Value)> {
     let mut events = Vec::new();

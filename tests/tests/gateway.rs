@@ -241,11 +241,7 @@ async fn responses_with_the_image_tool_work_plain_and_streamed() {
             .iter()
             .any(|(name, _)| name == "response.image_generation_call.partial_image")
     );
-    let sequence: Vec<u64> = events
-        .iter()
-        .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
-        .collect();
-    assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+    imagegate_e2e::assert_sequence_counts_from_zero(&events);
 }
 
 #[tokio::test]

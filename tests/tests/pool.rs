@@ -10,6 +10,24 @@ use common::{credential, setup_custom, setup_with};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
+/// How many requests the simulator saw with `account`'s credential.
+fn sim_requests(stats: &Value, account: &str) -> u64 {
+    stats["by_token"][credential(account)]["requests"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// The usage record says the request failed over once.
+fn assert_failed_over_once(record: &Value) {
+    assert!(
+        record["fallback_note"]
+            .as_str()
+            .unwrap()
+            .contains("failed over 1"),
+        "{record:?}"
+    );
+}
+
 fn generation(size: &str, quality: &str) -> Value {
     json!({"model": "gpt-image-2", "prompt": "pool", "size": size, "quality": quality})
 }
@@ -26,22 +44,10 @@ async fn a_502_is_retried_once_on_another_account() {
     assert_eq!(response.status(), 200);
     let stats = s.sim_stats().await;
     assert_eq!(stats["requests"], 2, "{stats}");
-    let a = stats["by_token"][credential("acct-a")]["requests"]
-        .as_u64()
-        .unwrap_or(0);
-    let b = stats["by_token"][credential("acct-b")]["requests"]
-        .as_u64()
-        .unwrap_or(0);
+    let (a, b) = (sim_requests(&stats, "acct-a"), sim_requests(&stats, "acct-b"));
     assert_eq!((a, b), (1, 1), "the retry must go to the other account: {stats}");
     let records = s.usage_at_least(1).await;
-    assert!(
-        records[0]["fallback_note"]
-            .as_str()
-            .unwrap()
-            .contains("failed over 1"),
-        "{:?}",
-        records[0]
-    );
+    assert_failed_over_once(&records[0]);
 }
 
 #[tokio::test]
@@ -213,26 +219,11 @@ async fn a_responses_stream_hitting_a_limit_after_it_started_goes_to_another_acc
         "the client sees one response: {names:?}"
     );
     assert_eq!(names.last(), Some(&"response.completed"), "{names:?}");
-    let sequence: Vec<u64> = events
-        .iter()
-        .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
-        .collect();
-    assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+    imagegate_e2e::assert_sequence_counts_from_zero(&events);
 
     let stats = s.sim_stats().await;
-    let requests = |name: &str| {
-        stats["by_token"][credential(name)]["requests"]
-            .as_u64()
-            .unwrap_or(0)
-    };
-    assert_eq!(
-        (
-            requests("acct-a") + requests("acct-b"),
-            requests("acct-a").min(requests("acct-b"))
-        ),
-        (2, 1),
-        "{stats}"
-    );
+    let (a, b) = (sim_requests(&stats, "acct-a"), sim_requests(&stats, "acct-b"));
+    assert_eq!((a + b, a.min(b)), (2, 1), "one call on each account: {stats}");
 
     // The limited account cools down until the wait the upstream named.
     let listed = s.accounts();
@@ -254,12 +245,5 @@ async fn a_responses_stream_hitting_a_limit_after_it_started_goes_to_another_acc
     );
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 200, "{:?}", records[0]);
-    assert!(
-        records[0]["fallback_note"]
-            .as_str()
-            .unwrap()
-            .contains("failed over 1"),
-        "{:?}",
-        records[0]
-    );
+    assert_failed_over_once(&records[0]);
 }

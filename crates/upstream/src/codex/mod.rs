@@ -27,7 +27,6 @@ use imagegate_codec::wire::images::{
     CompletedImageEvent, ImageData, ImageEndpoint, ImageStreamEvent, ImagesResponse, PartialImageEvent,
 };
 use imagegate_domain::{Background, ImageParams, Quality, Usage};
-use tokio::time::Instant;
 
 use self::auth::{CodexAuth, Session};
 use self::request::CodexRequest;
@@ -35,6 +34,7 @@ use self::translate::{FinalImage, PartialImage, Resolved, Step, step};
 use crate::call::{Endpoint, UploadedImage, UpstreamCall};
 use crate::client::UpstreamConfig;
 use crate::failure::{Failure, FailureKind};
+use crate::openai::read_clock::ReadClock;
 use crate::openai::{self, Deadline, RequestBody, now_unix_ms};
 use crate::reply::{EventStream, Reply};
 use crate::target::AccountTarget;
@@ -152,16 +152,15 @@ struct Run {
     relayed_for_image: bool,
     pending: Option<FinalImage>,
     done: bool,
-    /// The time the client held the stream so far: each call's deadline moves forward by it, as
-    /// within one call (see `openai::read_clock`), up to a budget of the client's own.
-    client_time: Duration,
-    /// When the last event was handed to the client, until it asks for the next.
-    handed_at: Option<Instant>,
+    /// The request's deadline, moved forward by the time the client held the stream: each call
+    /// starts under it, as within one call, up to a budget of the client's own.
+    clock: ReadClock,
 }
 
 impl Run {
     fn new(job: Arc<Job>) -> Self {
         Self {
+            clock: ReadClock::new(job.deadline),
             job,
             images_done: 0,
             model_index: 0,
@@ -169,23 +168,6 @@ impl Run {
             relayed_for_image: false,
             pending: None,
             done: false,
-            client_time: Duration::ZERO,
-            handed_at: None,
-        }
-    }
-
-    /// The deadline of the next call: the request's, moved forward by the client's time.
-    fn deadline(&self) -> Deadline {
-        Deadline {
-            at: self.job.deadline.at + self.client_time,
-            budget: self.job.deadline.budget,
-        }
-    }
-
-    /// The client asks for the next event: the time since the last one is the client's.
-    fn resumed(&mut self) {
-        if let Some(handed_at) = self.handed_at.take() {
-            self.client_time += handed_at.elapsed();
         }
     }
 
@@ -199,11 +181,11 @@ impl Run {
                     self.done = true;
                     return None;
                 }
-                if self.client_time >= self.job.deadline.budget {
-                    return self.fail(Failure::client_too_slow(self.job.deadline.budget));
+                if self.clock.client_out_of_time() {
+                    return self.fail(self.clock.failure());
                 }
                 let job = Arc::clone(&self.job);
-                match start(&job, self.model_index, self.deadline()).await {
+                match start(&job, self.model_index, self.clock.upstream_deadline()).await {
                     Ok(stream) => self.current = Some(stream),
                     Err(failure) if self.next_model(&failure) => {}
                     Err(failure) => return self.fail(failure),
@@ -243,7 +225,7 @@ impl Run {
     async fn open_first(&mut self) -> Result<(), Failure> {
         loop {
             let job = Arc::clone(&self.job);
-            match start(&job, self.model_index, self.deadline()).await {
+            match start(&job, self.model_index, self.clock.upstream_deadline()).await {
                 Ok(stream) => {
                     self.current = Some(stream);
                     return Ok(());
@@ -291,9 +273,9 @@ impl Run {
     /// The images as a stream of Images API events.
     fn into_events(self) -> EventStream {
         futures::stream::unfold(self, |mut run| async move {
-            run.resumed();
+            run.clock.resumed();
             let output = run.next().await?;
-            run.handed_at = Some(Instant::now());
+            run.clock.handed_over();
             let event = output.and_then(|output| image_event(&run.job, output));
             Some((event, run))
         })

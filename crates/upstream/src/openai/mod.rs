@@ -8,7 +8,7 @@
 mod edits;
 mod images;
 mod json_body;
-mod read_clock;
+pub(crate) mod read_clock;
 mod responses;
 pub(crate) mod stream;
 

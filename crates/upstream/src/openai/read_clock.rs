@@ -55,6 +55,20 @@ impl ReadClock {
         }
     }
 
+    /// The deadline a new call of the same request starts under: the upstream's, moved forward
+    /// by the client's time so far.
+    pub(crate) fn upstream_deadline(&self) -> Deadline {
+        Deadline {
+            at: self.upstream_at,
+            budget: self.budget,
+        }
+    }
+
+    /// Whether the client has held the stream for its whole budget.
+    pub(crate) fn client_out_of_time(&self) -> bool {
+        self.client_at <= self.upstream_at
+    }
+
     /// When the next read gives up.
     pub(crate) fn at(&self) -> Instant {
         self.upstream_at.min(self.client_at)
@@ -62,7 +76,7 @@ impl ReadClock {
 
     /// The failure once [`Self::at`] has passed: whose budget ran out first.
     pub(crate) fn failure(&self) -> Failure {
-        if self.client_at < self.upstream_at {
+        if self.client_out_of_time() {
             Failure::client_too_slow(self.budget)
         } else {
             Failure::timeout(self.budget)
@@ -99,6 +113,8 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         clock.resumed();
         assert_eq!(clock.at(), start + Duration::from_secs(14));
+        assert_eq!(clock.upstream_deadline().at, start + Duration::from_secs(14));
+        assert!(!clock.client_out_of_time());
         assert_eq!(clock.failure().kind, FailureKind::Timeout);
     }
 
@@ -110,6 +126,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(11)).await;
         clock.resumed();
         assert_eq!(clock.at(), start + Duration::from_secs(20));
+        assert!(clock.client_out_of_time());
         assert_eq!(clock.failure().kind, FailureKind::ClientTooSlow);
     }
 }
