@@ -92,6 +92,49 @@ pub struct Samples {
 
 /// Runs `shape` against `spec` with `client` and returns the measurements.
 pub async fn run(client: &reqwest::Client, spec: &RequestSpec, shape: LoadShape) -> LoadResult {
+    let mut pooled = Pooled::default();
+    pooled.add(client, spec, shape).await;
+    pooled.result()
+}
+
+/// The samples of one or more load runs against the same target, summarized together: the rounds
+/// of an interleaved comparison.
+#[derive(Debug, Default, Clone)]
+pub struct Pooled {
+    samples: Samples,
+    tally: Tally,
+    window: Duration,
+}
+
+impl Pooled {
+    /// Runs `shape` against `spec` and adds its samples; returns that round's own result.
+    pub async fn add(
+        &mut self,
+        client: &reqwest::Client,
+        spec: &RequestSpec,
+        shape: LoadShape,
+    ) -> LoadResult {
+        let (samples, tally) = run_workers(client, spec, shape).await;
+        self.absorb(samples, tally, shape.measure)
+    }
+
+    /// Adds one round's samples, measured over `window`; returns that round's own result.
+    fn absorb(&mut self, samples: Samples, tally: Tally, window: Duration) -> LoadResult {
+        let round = summarize(&samples, &tally, window);
+        self.samples.total_ns.extend(samples.total_ns);
+        self.samples.first_event_ns.extend(samples.first_event_ns);
+        self.tally.merge(tally);
+        self.window += window;
+        round
+    }
+
+    /// The result of every round together.
+    pub fn result(&self) -> LoadResult {
+        summarize(&self.samples, &self.tally, self.window)
+    }
+}
+
+async fn run_workers(client: &reqwest::Client, spec: &RequestSpec, shape: LoadShape) -> (Samples, Tally) {
     let start = Instant::now();
     let measure_from = start + shape.warmup;
     let end = measure_from + shape.measure;
@@ -113,7 +156,7 @@ pub async fn run(client: &reqwest::Client, spec: &RequestSpec, shape: LoadShape)
             Err(error) => tally.fail(format!("worker task failed: {error}")),
         }
     }
-    summarize(&samples, &tally, shape.measure)
+    (samples, tally)
 }
 
 /// Counters of one worker.
@@ -377,6 +420,29 @@ mod tests {
         assert_eq!(result.mb_per_s, 2.5);
         assert_eq!(result.errors, 1);
         assert!(result.first_event.is_none());
+    }
+
+    #[test]
+    fn pooled_rounds_are_summarized_together() {
+        let round = |ms: u64, count: usize| Samples {
+            total_ns: vec![ms * 1_000_000; count],
+            first_event_ns: vec![],
+        };
+        let tally = |ok: u64| Tally {
+            ok,
+            bytes: ok * 1_000_000,
+            ..Tally::default()
+        };
+        let mut pooled = Pooled::default();
+        let first = pooled.absorb(round(10, 300), tally(300), Duration::from_secs(3));
+        let second = pooled.absorb(round(30, 100), tally(100), Duration::from_secs(1));
+        assert_eq!((first.rps, second.rps), (100.0, 100.0));
+        assert!((first.latency_raw.p50_ms - 10.0).abs() < 0.1, "{first:?}");
+        assert!((second.latency_raw.p50_ms - 30.0).abs() < 0.1, "{second:?}");
+        let all = pooled.result();
+        assert_eq!((all.requests, all.seconds, all.rps), (400, 4.0, 100.0));
+        assert!((all.latency_raw.p50_ms - 10.0).abs() < 0.1, "{all:?}");
+        assert!((all.latency_raw.mean_ms - 15.0).abs() < 0.1, "{all:?}");
     }
 
     #[test]

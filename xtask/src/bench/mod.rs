@@ -68,13 +68,58 @@ impl Options {
         self.only.is_empty() || self.only.iter().any(|only| id.contains(only.as_str()))
     }
 
-    /// Warm-up and measured window of every load run.
+    /// Warm-up and measured window of a load run that has the time to itself.
     pub fn windows(&self) -> (Duration, Duration) {
         if self.quick {
             (Duration::from_millis(300), Duration::from_secs(1))
         } else {
             (Duration::from_secs(2), Duration::from_secs(5))
         }
+    }
+
+    /// How the floor and the relays of a scenario share the time: image-sized answers, whose
+    /// medians move by more than their 5% target between back-to-back windows, get three
+    /// interleaved rounds each (a drift of the machine then falls on every target alike, and each
+    /// figure pools more requests than one window did); the others get one window.
+    pub fn rounds(&self, group: Group) -> Rounds {
+        let (warmup, measure) = self.windows();
+        if group == Group::Image {
+            Rounds {
+                count: 3,
+                first_warmup: warmup,
+                warmup: warmup / 2,
+                measure: measure * 2 / 5,
+            }
+        } else {
+            Rounds {
+                count: 1,
+                first_warmup: warmup,
+                warmup,
+                measure,
+            }
+        }
+    }
+}
+
+/// Interleaved measuring: every target of a scenario runs `count` windows, in turns whose order
+/// rotates each round, and each target's windows are pooled into one result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rounds {
+    /// Windows per target.
+    pub count: usize,
+    /// Warm-up before a target's first window.
+    pub first_warmup: Duration,
+    /// Warm-up before its later windows (its server and connections are warm by then).
+    pub warmup: Duration,
+    /// Measured part of each window.
+    pub measure: Duration,
+}
+
+impl Rounds {
+    /// The order of the targets in round `round`: rotated by one each round, so no target always
+    /// follows the same one.
+    pub fn order(targets: usize, round: usize) -> impl Iterator<Item = usize> {
+        (0..targets).map(move |turn| (turn + round) % targets.max(1))
     }
 }
 
@@ -238,30 +283,24 @@ async fn load_runs(
         .filter(|s| options.selects(&s.id))
         .collect();
     let mut runs = Vec::new();
-    let mut shared_litellm = None;
+    for scenario in &selected {
+        let targets: Vec<Target> = TARGET_ORDER
+            .into_iter()
+            .filter(|target| bench.takes_part(scenario, *target, &endpoints))
+            .collect();
+        runs.extend(
+            bench
+                .interleaved(scenario, &targets, &endpoints, options.rounds(scenario.group))
+                .await,
+        );
+    }
     // LiteLLM comes last, in a pass of its own: the instance the small scenarios share must not sit
     // on the gateway's CPU (its Python runtime wakes up now and then) while the gateway is measured.
-    for litellm_pass in [false, true] {
+    let mut shared_litellm = None;
+    if bench.litellm_config.is_some() {
         for scenario in &selected {
-            for target in TARGET_ORDER {
-                if (target == Target::Litellm) != litellm_pass {
-                    continue;
-                }
-                if target == Target::Litellm && bench.litellm_config.is_none() {
-                    continue;
-                }
-                // Small responses: what crossing CPUs costs. Image-sized ones: what a relay costs.
-                if target == Target::FloorAcross
-                    && (endpoints.across_sims.is_none() || scenario.group != Group::Small)
-                {
-                    continue;
-                }
-                if target == Target::Nginx && (bench.nginx.is_none() || scenario.group != Group::Image) {
-                    continue;
-                }
-                eprintln!("bench: {} via {}", scenario.id, target.label());
-                runs.push(bench.one(scenario, target, &endpoints, &mut shared_litellm).await);
-            }
+            eprintln!("bench: {} via {}", scenario.id, Target::Litellm.label());
+            runs.push(bench.one_litellm(scenario, &endpoints, &mut shared_litellm).await);
         }
     }
     runs.sort_by_key(|run| {
@@ -278,21 +317,129 @@ async fn load_runs(
     Ok(runs)
 }
 
+/// A target of an interleaved comparison, started and probed.
+struct Contender {
+    target: Target,
+    server: Option<procs::Proc>,
+    spec: RequestSpec,
+    probe_bytes: u64,
+    pooled: loadgen::Pooled,
+    round_p50_ms: Vec<f64>,
+}
+
 impl Bench<'_> {
-    /// One scenario against one target. The gateway is a fresh process every time; LiteLLM (slow
-    /// to start) is fresh where memory is measured (image and edit scenarios) and shared by the
-    /// others (`shared` holds it between calls).
-    async fn one(
+    /// Whether `target` has a row in `scenario` (LiteLLM has a pass of its own).
+    fn takes_part(&self, scenario: &Scenario, target: Target, endpoints: &Endpoints) -> bool {
+        match target {
+            Target::Floor | Target::Imagegate => true,
+            Target::Litellm => false,
+            // Small responses: what crossing CPUs costs. Image-sized ones: what a relay costs.
+            Target::FloorAcross => {
+                endpoints.across_sims.is_some() && matches!(scenario.group, Group::Small | Group::Image)
+            }
+            Target::Nginx => self.nginx.is_some() && scenario.group == Group::Image,
+        }
+    }
+
+    /// `scenario` against each of `targets` in `rounds`: every server is started (fresh) and
+    /// probed first, then the windows take turns, so the floor and the relays meet the same state
+    /// of the machine.
+    async fn interleaved(
         &self,
         scenario: &Scenario,
-        target: Target,
+        targets: &[Target],
+        endpoints: &Endpoints,
+        rounds: Rounds,
+    ) -> Vec<Run> {
+        let mut endpoints = endpoints.clone();
+        let mut runs = Vec::new();
+        let mut contenders = Vec::new();
+        for &target in targets {
+            let server = match self.start(target, &scenario.id, &mut endpoints).await {
+                Ok(server) => server,
+                Err(error) => {
+                    runs.push(Run::failed(scenario, target, format!("could not start: {error}")));
+                    continue;
+                }
+            };
+            match self.probe(scenario, target, &endpoints).await {
+                Ok((spec, probe_bytes)) => contenders.push(Contender {
+                    target,
+                    server,
+                    spec,
+                    probe_bytes,
+                    pooled: loadgen::Pooled::default(),
+                    round_p50_ms: Vec::new(),
+                }),
+                Err(run) => {
+                    runs.push(*run);
+                    if let Some(server) = server {
+                        server.stop(Duration::from_secs(5));
+                    }
+                }
+            }
+        }
+        for round in 0..rounds.count {
+            for index in Rounds::order(contenders.len(), round) {
+                let Some(contender) = contenders.get_mut(index) else {
+                    continue;
+                };
+                eprintln!(
+                    "bench: {} via {} (round {} of {})",
+                    scenario.id,
+                    contender.target.label(),
+                    round + 1,
+                    rounds.count
+                );
+                let shape = LoadShape {
+                    concurrency: scenario.concurrency,
+                    warmup: if round == 0 {
+                        rounds.first_warmup
+                    } else {
+                        rounds.warmup
+                    },
+                    measure: rounds.measure,
+                };
+                let result = contender.pooled.add(&self.client, &contender.spec, shape).await;
+                contender.round_p50_ms.push(result.latency.p50_ms);
+            }
+        }
+        let measures_memory = matches!(scenario.group, Group::Image | Group::Edit);
+        for contender in contenders {
+            let mut run = self.finish(
+                scenario,
+                contender.target,
+                &contender.spec,
+                contender.pooled.result(),
+            );
+            run.response_bytes = Some(contender.probe_bytes);
+            if rounds.count > 1 {
+                run.round_p50_ms = contender.round_p50_ms;
+            }
+            if let Some(server) = contender.server {
+                if measures_memory || contender.target == Target::Imagegate {
+                    run.peak_rss_bytes = Some(server.peak_rss());
+                }
+                server.stop(Duration::from_secs(5));
+            }
+            runs.push(run);
+        }
+        runs
+    }
+
+    /// `scenario` against LiteLLM, in one window. LiteLLM (slow to start) is fresh where memory is
+    /// measured (image and edit scenarios) and shared by the others (`shared` holds it between
+    /// calls).
+    async fn one_litellm(
+        &self,
+        scenario: &Scenario,
         endpoints: &Endpoints,
         shared: &mut Option<(procs::Proc, String)>,
     ) -> Run {
+        let target = Target::Litellm;
         let mut endpoints = endpoints.clone();
         let measures_memory = matches!(scenario.group, Group::Image | Group::Edit);
-        let reuse = target == Target::Litellm && !measures_memory;
-        let server = if reuse && shared.is_some() {
+        let server = if !measures_memory && shared.is_some() {
             endpoints.litellm = shared.as_ref().map(|(_, url)| url.clone());
             None
         } else {
@@ -301,16 +448,27 @@ impl Bench<'_> {
                 Err(error) => return Run::failed(scenario, target, format!("could not start: {error}")),
             }
         };
-        let Some(spec) = scenarios::request(scenario, target, &endpoints, &self.edit_body) else {
-            return Run::failed(scenario, target, "no endpoint".to_owned());
+        let mut run = match self.probe(scenario, target, &endpoints).await {
+            Ok((spec, probe_bytes)) => {
+                let (warmup, measure) = self.shape;
+                let shape = LoadShape {
+                    concurrency: scenario.concurrency,
+                    warmup,
+                    measure,
+                };
+                let result = loadgen::run(&self.client, &spec, shape).await;
+                let mut run = self.finish(scenario, target, &spec, result);
+                run.response_bytes = Some(probe_bytes);
+                run
+            }
+            Err(run) => *run,
         };
-        let mut run = self.measure(scenario, target, &spec).await;
         if let Some(server) = server {
-            if measures_memory || target == Target::Imagegate {
+            if measures_memory {
                 run.peak_rss_bytes = Some(server.peak_rss());
             }
-            match (reuse, endpoints.litellm) {
-                (true, Some(url)) => *shared = Some((server, url)),
+            match (measures_memory, endpoints.litellm) {
+                (false, Some(url)) => *shared = Some((server, url)),
                 _ => server.stop(Duration::from_secs(5)),
             }
         }
@@ -349,24 +507,35 @@ impl Bench<'_> {
         }
     }
 
-    /// A probe request (which must succeed with an image or an event stream), then the load.
-    async fn measure(&self, scenario: &Scenario, target: Target, spec: &RequestSpec) -> Run {
-        let probe = match loadgen::send_raw(&self.client, spec, Instant::now(), true).await {
-            Ok(answer) => answer,
-            Err(error) => return Run::failed(scenario, target, error),
+    /// The request `target` gets, sent once as a probe (which must succeed with an image or an
+    /// event stream); with the probe's body length. A target that cannot do it gives its run.
+    async fn probe(
+        &self,
+        scenario: &Scenario,
+        target: Target,
+        endpoints: &Endpoints,
+    ) -> Result<(RequestSpec, u64), Box<Run>> {
+        let Some(spec) = scenarios::request(scenario, target, endpoints, &self.edit_body) else {
+            return Err(Box::new(Run::failed(scenario, target, "no endpoint".to_owned())));
         };
+        let probe = loadgen::send_raw(&self.client, &spec, Instant::now(), true)
+            .await
+            .map_err(|error| Box::new(Run::failed(scenario, target, error)))?;
         if let Some(reason) = report::unsupported_reason(&probe, spec.first_event) {
-            return Run::unsupported(scenario, target, reason);
+            return Err(Box::new(Run::unsupported(scenario, target, reason)));
         }
-        let (warmup, measure) = self.shape;
-        let shape = LoadShape {
-            concurrency: scenario.concurrency,
-            warmup,
-            measure,
-        };
-        let result = loadgen::run(&self.client, spec, shape).await;
+        Ok((spec, probe.bytes))
+    }
+
+    /// The run of a measured `result`.
+    fn finish(
+        &self,
+        scenario: &Scenario,
+        target: Target,
+        spec: &RequestSpec,
+        result: loadgen::LoadResult,
+    ) -> Run {
         let mut run = Run::measured(scenario, target, result);
-        run.response_bytes = Some(probe.bytes);
         if scenario.group == Group::Edit {
             run.request_bytes = Some(spec.body.len() as u64);
         }
@@ -382,5 +551,33 @@ pub fn status(command: &mut Command) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{shown} failed: {status}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_round_rotates_the_order_of_the_targets() {
+        let orders: Vec<Vec<usize>> = (0..3).map(|round| Rounds::order(3, round).collect()).collect();
+        assert_eq!(orders, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]);
+        assert_eq!(Rounds::order(0, 1).count(), 0);
+    }
+
+    #[test]
+    fn only_image_sized_scenarios_take_turns() {
+        let options = Options::default();
+        let image = options.rounds(Group::Image);
+        assert_eq!(image.count, 3);
+        assert!(image.measure * 3 > options.windows().1, "{image:?}");
+        for group in [Group::Small, Group::Stream, Group::Edit] {
+            let rounds = options.rounds(group);
+            assert_eq!(
+                (rounds.count, rounds.measure),
+                (1, options.windows().1),
+                "{group:?}"
+            );
+        }
     }
 }

@@ -63,6 +63,9 @@ pub struct Run {
     pub response_bytes: Option<u64>,
     /// Request body length (edits).
     pub request_bytes: Option<u64>,
+    /// The p50 of each interleaved round, when there were several (ms).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub round_p50_ms: Vec<f64>,
 }
 
 impl Run {
@@ -78,6 +81,7 @@ impl Run {
             peak_rss_bytes: None,
             response_bytes: None,
             request_bytes: None,
+            round_p50_ms: Vec::new(),
         }
     }
 
@@ -145,7 +149,7 @@ pub fn commands(options: &Options) -> Vec<String> {
         procs::CLIENT_CPU
     ));
     list.push(format!(
-        "taskset -c {} target/release/imagegate --data-dir DIR serve --listen 127.0.0.1:0   # fresh per scenario",
+        "taskset -c {} target/release/imagegate --data-dir DIR serve --listen 127.0.0.1:0   # fresh per scenario, up for all its rounds",
         procs::SERVER_CPU
     ));
     list.push(format!(
@@ -235,7 +239,7 @@ pub fn render(report: &Report) -> String {
         m.load_average,
         if m.pinned {
             format!(
-                "Pinned: gateway, LiteLLM or nginx on CPU {}, load generator and simulators on CPU {}. The floor's load generator and simulator share CPU {}, so a floor request never crosses CPUs while a proxied one crosses four times; for small responses, the rows \"floor, sim on the gateway's CPU\" (a simulator pinned to CPU {}, not a target) show what crossing CPUs costs by itself; for image-sized ones, the rows \"nginx relay (reference)\" (nginx pinned like the gateway, not a target) show what one relaying hop costs before any gateway logic.",
+                "Pinned: gateway, LiteLLM or nginx on CPU {}, load generator and simulators on CPU {}. The floor's load generator and simulator share CPU {}, so a floor request never crosses CPUs while a proxied one crosses four times; the rows \"floor, sim on the gateway's CPU\" (a simulator pinned to CPU {}, not a target) show what crossing CPUs costs by itself; for image-sized answers, the rows \"nginx relay (reference)\" (nginx pinned like the gateway, not a target) show what one relaying hop costs before any gateway logic.",
                 procs::SERVER_CPU,
                 procs::CLIENT_CPU,
                 procs::CLIENT_CPU,
@@ -247,7 +251,7 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "Method: closed-loop workers (one request in flight each) for a warm-up and then a measured window; throughput counts requests completed in the window; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}. nginx: {}.\n",
+        "Method: closed-loop workers (one request in flight each) for a warm-up and then a measured window; image-sized scenarios run three shorter windows per target instead, taking turns with the floor and the other relays (the order rotates each round), and pool them, so a drift of the shared machine falls on every target alike; throughput counts requests completed in the windows; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}. nginx: {}.\n",
         report
             .litellm_version
             .as_deref()
@@ -371,6 +375,54 @@ fn render_images(out: &mut String, runs: &[Run]) {
                 let _ = writeln!(out, "{}", cells_unsupported(run, 10));
             }
         }
+    }
+    out.push('\n');
+    render_rounds(out, runs);
+}
+
+/// The p50 of each round of the image-sized scenarios, next to the floor's of the same round.
+fn render_rounds(out: &mut String, runs: &[Run]) {
+    let with_rounds: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.group == Group::Image && !r.round_p50_ms.is_empty())
+        .collect();
+    let Some(rounds) = with_rounds.iter().map(|r| r.round_p50_ms.len()).max() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "Each row above pools {rounds} interleaved windows per target (the order of the targets rotates each round). The p50 of each window, ms, with its difference to the floor's window of the same round:\n"
+    );
+    let heads: String = (1..=rounds).map(|round| format!(" round {round} |")).collect();
+    let rules: String = (0..rounds).map(|_| "---|").collect();
+    let _ = writeln!(
+        out,
+        "| size | concurrency | target |{heads}\n|---|---|---|{rules}"
+    );
+    for run in with_rounds {
+        let floor = runs
+            .iter()
+            .find(|r| r.scenario == run.scenario && r.target == Target::Floor)
+            .map(|r| r.round_p50_ms.as_slice())
+            .unwrap_or_default();
+        let cells: String = run
+            .round_p50_ms
+            .iter()
+            .enumerate()
+            .map(|(round, own)| match floor.get(round) {
+                Some(base) if run.target != Target::Floor => {
+                    format!(" {} ({:+.1}%) |", ms(*own), percent(*own, *base))
+                }
+                _ => format!(" {} |", ms(*own)),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |{cells}",
+            run.size,
+            run.concurrency,
+            run.target.label()
+        );
     }
     out.push('\n');
 }
