@@ -46,9 +46,16 @@ pub async fn answer_images(
         return sse_response(paced(frames, context.start, deadline, context.mid_stream_stall()));
     }
     tokio::time::sleep_until(deadline).await;
-    let body = images_response(&outcome, !context.no_image());
-    match serde_json::to_vec(&body) {
+    let with_images = !context.no_image();
+    // A 4K answer is about 13 MB of JSON, milliseconds of encoding: off the async workers, so the
+    // simulator keeps serving the other connections meanwhile.
+    let encoded = tokio::task::spawn_blocking(move || {
+        serde_json::to_vec(&images_response(&outcome, with_images)).map_err(|error| error.to_string())
+    })
+    .await
+    .unwrap_or_else(|error| Err(error.to_string()));
+    match encoded {
         Ok(json) => json_body(json, context.mid_stream_stall()),
-        Err(error) => ApiFailure::internal(&error.to_string()).into_response(),
+        Err(error) => ApiFailure::internal(&error).into_response(),
     }
 }
