@@ -30,7 +30,13 @@ async fn a_large_generation_arrives_intact_with_its_usage_recorded() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
+    let declared = response.headers().get("content-length").cloned();
     let body = response.bytes().await.unwrap();
+    assert_eq!(
+        declared.map(|length| length.to_str().unwrap().to_owned()),
+        Some(body.len().to_string()),
+        "the upstream's length is passed on with the relayed bytes"
+    );
     assert!(
         body.len() > 1024 * 1024,
         "a 4K image is larger than 1 MiB: {}",

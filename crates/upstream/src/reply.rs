@@ -31,6 +31,10 @@ pub struct JsonStream {
     pub summary: EndSummary,
     /// The upstream's `x-request-id` header.
     pub request_id: Option<String>,
+    /// The body's length as the upstream declared it (`content-length`), which `head` and `rest`
+    /// add up to when the stream ends cleanly: the relay can pass it on, so the client reads a
+    /// length-delimited body instead of a chunked one.
+    pub content_length: Option<u64>,
 }
 
 /// The [`ResponseSummary`] of a [`JsonStream`]'s body, handed over when its `rest` ends: the

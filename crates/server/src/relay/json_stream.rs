@@ -1,6 +1,7 @@
 //! Answering with a non-streaming Images reply as it arrives: the upstream's JSON body passes
-//! through byte for byte, never held whole, and its usage comes from the upstream crate's scan of
-//! it (every byte is scanned once, there), so the usage record is complete when the document ends.
+//! through byte for byte (with the upstream's `content-length`, when it declared one), never held
+//! whole, and its usage comes from the upstream crate's scan of it (every byte is scanned once,
+//! there), so the usage record is complete when the document ends.
 //!
 //! The account's slot and the key's permit are freed as the body starts: the upstream has finished
 //! generating by then, and a slow client must not keep an account busy. The upstream time runs
@@ -33,6 +34,11 @@ pub struct CutShort;
 struct Passing {
     head: Option<Bytes>,
     rest: BodyStream,
+    /// The length declared to the client, if any, and the bytes relayed so far: hyper stops
+    /// polling a length-delimited body once it has that many, so the end is settled on the last
+    /// chunk instead of on a final poll that never comes.
+    declared: Option<u64>,
+    relayed: u64,
     summary: Option<EndSummary>,
     usage: Option<UsageRecorder>,
     account: imagegate_dispatch::AccountId,
@@ -42,6 +48,7 @@ struct Passing {
 /// The response for a [`JsonStream`] reply.
 pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: Held) -> Response {
     let Held { lease, permit, pool } = held;
+    let content_length = reply.content_length;
     let account = lease.account().clone();
     drop(lease);
     drop(permit);
@@ -49,6 +56,8 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
     let passing = Passing {
         head: Some(reply.head),
         rest: reply.rest,
+        declared: content_length,
+        relayed: 0,
         summary: Some(reply.summary),
         usage: Some(usage),
         account,
@@ -61,7 +70,28 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
             None => passing.rest.next().await,
         };
         match next {
-            Some(Ok(chunk)) => Some((Ok(chunk), Some(passing))),
+            Some(Ok(chunk)) => {
+                passing.relayed = passing.relayed.saturating_add(chunk.len() as u64);
+                if passing.declared != Some(passing.relayed) {
+                    return Some((Ok(chunk), Some(passing)));
+                }
+                // The last declared byte: the upstream's body must end here, cleanly.
+                match passing.rest.next().await {
+                    None => {
+                        passing.completed().await;
+                        Some((Ok(chunk), None))
+                    }
+                    Some(Ok(_)) => {
+                        let failure = Failure::protocol("the upstream answer is longer than it declared");
+                        passing.failed(&failure).await;
+                        Some((Err(CutShort), None))
+                    }
+                    Some(Err(failure)) => {
+                        passing.failed(&failure).await;
+                        Some((Err(CutShort), None))
+                    }
+                }
+            }
             Some(Err(failure)) => {
                 passing.failed(&failure).await;
                 Some((Err(CutShort), None))
@@ -73,9 +103,14 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
         }
     });
     let mut response = (StatusCode::OK, Body::from_stream(body)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // The bytes pass unchanged, so the upstream's length holds: the client reads a
+    // length-delimited body (and knows its size up front). A body cut short still ends in a cut
+    // connection, never in a shorter document.
+    if let Some(length) = content_length {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
     response
 }
 

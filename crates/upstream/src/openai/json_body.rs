@@ -52,13 +52,26 @@ pub(crate) fn timed(body: Chunks, deadline: Deadline) -> Chunks {
     .boxed()
 }
 
+/// What the upstream's headers said about its answer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Declared {
+    /// `x-request-id`.
+    pub request_id: Option<String>,
+    /// `content-length`.
+    pub content_length: Option<u64>,
+}
+
 /// Reads an Images answer until its first image begins, and returns the rest as a stream.
 pub(crate) async fn images_reply(
     mut body: Chunks,
     endpoint: Endpoint,
     max_bytes: usize,
-    request_id: Option<String>,
+    declared: Declared,
 ) -> Result<Reply, Failure> {
+    let Declared {
+        request_id,
+        content_length,
+    } = declared;
     let mut head = BytesMut::new();
     let mut scanner = ImagesResponseScanner::new();
     loop {
@@ -90,6 +103,7 @@ pub(crate) async fn images_reply(
                         rest: rest(body, scanner, summary_sender, budget, max_bytes),
                         summary,
                         request_id,
+                        content_length,
                     }));
                 }
             }

@@ -34,7 +34,13 @@ fn split(body: &[u8], cuts: &[usize]) -> Vec<Result<Bytes, Failure>> {
 }
 
 async fn relay(pieces: Vec<Result<Bytes, Failure>>) -> Result<Reply, Failure> {
-    images_reply(chunks(pieces), Endpoint::Generations, 1 << 20, None).await
+    images_reply(
+        chunks(pieces),
+        Endpoint::Generations,
+        1 << 20,
+        Declared::default(),
+    )
+    .await
 }
 
 async fn whole(pieces: Vec<Result<Bytes, Failure>>) -> Result<Bytes, Failure> {
@@ -163,7 +169,13 @@ async fn answers_without_an_image_are_no_image_failures_whatever_the_chunks() {
 #[tokio::test]
 async fn bodies_over_the_bound_fail() {
     let body = answer();
-    let result = images_reply(chunks(split(&body, &[60])), Endpoint::Generations, 200, None).await;
+    let result = images_reply(
+        chunks(split(&body, &[60])),
+        Endpoint::Generations,
+        200,
+        Declared::default(),
+    )
+    .await;
     let failure = match result {
         Ok(reply) => reply.into_json().await.unwrap_err(),
         Err(failure) => failure,

@@ -120,8 +120,12 @@ pub(crate) async fn finish(
                 config.max_body_bytes
             )));
         }
+        let declared = json_body::Declared {
+            request_id,
+            content_length: response.content_length(),
+        };
         let chunks = json_body::chunks_of(response, deadline);
-        return json_body::images_reply(chunks, shape.endpoint, config.max_body_bytes, request_id)
+        return json_body::images_reply(chunks, shape.endpoint, config.max_body_bytes, declared)
             .await
             .map_err(|failure| failure.with_status(status));
     }
