@@ -89,7 +89,37 @@ pub async fn serve_state(
     state: SimState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    axum::serve(without_nagle(listener), router(state))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// `listener` with `TCP_NODELAY` set on every accepted connection. An event stream is written one
+/// event at a time; with Nagle's algorithm on, an event's small tail waited for the client to
+/// acknowledge the bytes before it (up to its delayed-ACK timer), which no real upstream does to
+/// its streams. A connection whose option cannot be set is served anyway.
+fn without_nagle(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    use axum::serve::ListenerExt as _;
+    listener.tap_io(|stream: &mut tokio::net::TcpStream| {
+        let _ = stream.set_nodelay(true);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use axum::serve::Listener as _;
+
+    #[tokio::test]
+    async fn accepted_connections_send_without_waiting_for_acknowledgements() {
+        let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = plain.local_addr().unwrap();
+        let mut listener = super::without_nagle(plain);
+        let _client = tokio::net::TcpStream::connect(address).await.unwrap();
+        let (accepted, _) = listener.accept().await;
+        assert!(accepted.nodelay().unwrap());
+    }
 }
