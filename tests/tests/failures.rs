@@ -372,3 +372,14 @@ async fn a_rejected_credential_marks_the_account_failed_and_moves_on() {
     assert_eq!(a["status"], "error", "{a}");
     assert!(a["status_reason"].as_str().unwrap().contains("401"), "{a}");
 }
+
+#[tokio::test]
+async fn a_sigterm_right_after_the_gateway_says_it_is_up_drains_it() {
+    let mut s = setup();
+    // Each time, the signal follows the "listening" line at once: the gateway must already be
+    // listening for it (a graceful exit, status 0), not be killed by it.
+    for attempt in 0..20 {
+        assert!(s.gateway.stop(), "attempt {attempt}: killed instead of drained");
+        s.gateway = imagegate_e2e::Gateway::spawn(s.dir.path(), &[]);
+    }
+}

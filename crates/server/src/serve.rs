@@ -132,6 +132,9 @@ pub async fn run(
             source,
         })?;
     let local = listener.local_addr()?;
+    // Listened for before the gateway says it is up: a SIGTERM that follows the announcement at
+    // once (a supervisor, a test) must drain the gateway, not kill it.
+    let signals = ShutdownSignals::install();
     announce(&format!("imagegate listening on http://{local}"));
     tracing::info!(%local, "listening");
     if let Err(err) = crate::control::write(&config.data_dir, local, &state.internal_token) {
@@ -140,7 +143,7 @@ pub async fn run(
     on_ready(local);
 
     let refresher = tokio::spawn(refresh_accounts(state.clone(), shutdown.clone()));
-    spawn_signal_listener(shutdown.clone());
+    spawn_signal_listener(signals, shutdown.clone());
     let app = crate::http::router(state.clone());
     let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let server = axum::serve(crate::nodelay::listener(listener), app)
@@ -186,10 +189,10 @@ async fn refresh_accounts(state: Arc<AppState>, shutdown: CancellationToken) {
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
-fn spawn_signal_listener(shutdown: CancellationToken) {
+fn spawn_signal_listener(signals: ShutdownSignals, shutdown: CancellationToken) {
     tokio::spawn(async move {
         tokio::select! {
-            () = signal() => {
+            () = signals.received() => {
                 tracing::info!("shutdown signal received; draining");
                 shutdown.cancel();
             }
@@ -198,24 +201,57 @@ fn spawn_signal_listener(shutdown: CancellationToken) {
     });
 }
 
-async fn signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGINT and SIGTERM, caught from the moment [`ShutdownSignals::install`] returns (a signal that
+/// arrives before anyone waits on them is kept, not lost).
+struct ShutdownSignals {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut stream) => {
-                stream.recv().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignals {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen = |kind: SignalKind, name: &str| match signal(kind) {
+                Ok(stream) => Some(stream),
+                Err(err) => {
+                    tracing::warn!(error = %err, signal = name, "cannot listen for a shutdown signal");
+                    None
+                }
+            };
+            Self {
+                interrupt: listen(SignalKind::interrupt(), "SIGINT"),
+                terminate: listen(SignalKind::terminate(), "SIGTERM"),
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    /// Completes when either signal has arrived.
+    async fn received(self) {
+        #[cfg(unix)]
+        {
+            async fn next(stream: Option<tokio::signal::unix::Signal>) {
+                match stream {
+                    Some(mut stream) => {
+                        stream.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                () = next(self.interrupt) => {}
+                () = next(self.terminate) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
