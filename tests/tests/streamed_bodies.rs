@@ -73,6 +73,10 @@ async fn a_client_that_hangs_up_before_the_usage_is_still_billed_for_the_image()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
+    assert!(
+        response.headers().contains_key("content-length"),
+        "a length-delimited answer, whose end the relay settles itself"
+    );
     let mut body = response.bytes_stream();
     let head = body.next().await.unwrap().unwrap();
     assert!(head.starts_with(b"{"), "the head was relayed");
@@ -101,6 +105,7 @@ async fn an_upstream_dying_mid_body_cuts_the_client_and_records_a_failure() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200, "the answer had started");
+    assert!(response.headers().contains_key("content-length"));
     let mut body = response.bytes_stream();
     let mut received = Vec::new();
     let mut broke = false;

@@ -55,7 +55,9 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
     usage.first_byte();
     let passing = Passing {
         head: Some(reply.head),
-        rest: reply.rest,
+        // Fused: a client that leaves while the end is being settled hands the rest, already
+        // ended, to `read_abandoned`, which polls it again.
+        rest: reply.rest.fuse().boxed(),
         declared: content_length,
         relayed: 0,
         summary: Some(reply.summary),
@@ -72,11 +74,19 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
         match next {
             Some(Ok(chunk)) => {
                 passing.relayed = passing.relayed.saturating_add(chunk.len() as u64);
-                if passing.declared != Some(passing.relayed) {
+                let Some(declared) = passing.declared else {
+                    return Some((Ok(chunk), Some(passing)));
+                };
+                if passing.relayed < declared {
                     return Some((Ok(chunk), Some(passing)));
                 }
                 // The last declared byte: the upstream's body must end here, cleanly.
-                match passing.rest.next().await {
+                let end = if passing.relayed > declared {
+                    Some(Ok(chunk.clone()))
+                } else {
+                    passing.rest.next().await
+                };
+                match end {
                     None => {
                         passing.completed().await;
                         Some((Ok(chunk), None))

@@ -52,6 +52,7 @@ pub fn sse_response(frames: FrameStream) -> Response {
 
 /// A JSON body sent in one piece, or, with `stall`, its first 64 bytes, then a pause, then the rest.
 pub fn json_body(json: Vec<u8>, stall: Option<Duration>) -> Response {
+    let length = json.len();
     let body = match stall {
         None => Body::from(json),
         Some(pause) => {
@@ -63,9 +64,10 @@ pub fn json_body(json: Vec<u8>, stall: Option<Duration>) -> Response {
         }
     };
     let mut response = Response::new(body);
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // Declared even when the body is held back, as an upstream sending a known document slowly does.
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     response
 }
 
