@@ -71,45 +71,30 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
             Some(head) => Some(Ok(head)),
             None => passing.rest.next().await,
         };
-        match next {
-            Some(Ok(chunk)) => {
-                passing.relayed = passing.relayed.saturating_add(chunk.len() as u64);
-                let Some(declared) = passing.declared else {
-                    return Some((Ok(chunk), Some(passing)));
+        let chunk = match next {
+            Some(Ok(chunk)) => chunk,
+            end => {
+                return match passing.settle(end).await {
+                    Ok(()) => None,
+                    Err(cut) => Some((Err(cut), None)),
                 };
-                if passing.relayed < declared {
-                    return Some((Ok(chunk), Some(passing)));
-                }
-                // The last declared byte: the upstream's body must end here, cleanly.
+            }
+        };
+        passing.relayed = passing.relayed.saturating_add(chunk.len() as u64);
+        match passing.declared {
+            // The last declared byte: the upstream's body must end here, cleanly.
+            Some(declared) if passing.relayed >= declared => {
                 let end = if passing.relayed > declared {
-                    Some(Ok(chunk.clone()))
+                    Some(Ok(Bytes::new()))
                 } else {
                     passing.rest.next().await
                 };
-                match end {
-                    None => {
-                        passing.completed().await;
-                        Some((Ok(chunk), None))
-                    }
-                    Some(Ok(_)) => {
-                        let failure = Failure::protocol("the upstream answer is longer than it declared");
-                        passing.failed(&failure).await;
-                        Some((Err(CutShort), None))
-                    }
-                    Some(Err(failure)) => {
-                        passing.failed(&failure).await;
-                        Some((Err(CutShort), None))
-                    }
+                match passing.settle(end).await {
+                    Ok(()) => Some((Ok(chunk), None)),
+                    Err(cut) => Some((Err(cut), None)),
                 }
             }
-            Some(Err(failure)) => {
-                passing.failed(&failure).await;
-                Some((Err(CutShort), None))
-            }
-            None => {
-                passing.completed().await;
-                None
-            }
+            _ => Some((Ok(chunk), Some(passing))),
         }
     });
     let mut response = (StatusCode::OK, Body::from_stream(body)).into_response();
@@ -125,6 +110,26 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
 }
 
 impl Passing {
+    /// Settles the answer on what the upstream's body gave where it had to end: nothing (a clean
+    /// end: the usage is recorded), more bytes than declared, or a failure (both cut the client).
+    async fn settle(&mut self, end: Option<Result<Bytes, Failure>>) -> Result<(), CutShort> {
+        match end {
+            None => {
+                self.completed().await;
+                Ok(())
+            }
+            Some(Ok(_)) => {
+                let failure = Failure::protocol("the upstream answer is longer than it declared");
+                self.failed(&failure).await;
+                Err(CutShort)
+            }
+            Some(Err(failure)) => {
+                self.failed(&failure).await;
+                Err(CutShort)
+            }
+        }
+    }
+
     /// Records a failure after the start: on the account, and as the request's outcome.
     async fn failed(&mut self, failure: &Failure) {
         tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of a JSON answer");
