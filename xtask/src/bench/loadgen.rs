@@ -16,6 +16,8 @@ use futures::StreamExt as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::cpu_time::{CpuUse, Snapshot, Spent};
+
 /// One HTTP request, sent unchanged by every worker.
 #[derive(Debug, Clone)]
 pub struct RequestSpec {
@@ -65,6 +67,10 @@ pub struct LoadResult {
     pub latency_raw: Percentiles,
     /// Corrected percentiles of the time to the first SSE data line (streams only).
     pub first_event: Option<Percentiles>,
+    /// Each CPU's time per successful answer over the measured window (the whole machine's, not
+    /// only the target's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_per_answer: Vec<CpuUse>,
 }
 
 /// Median and tail, milliseconds.
@@ -103,6 +109,7 @@ pub async fn run(client: &reqwest::Client, spec: &RequestSpec, shape: LoadShape)
 pub struct Pooled {
     samples: Samples,
     tally: Tally,
+    spent: Spent,
     window: Duration,
 }
 
@@ -114,30 +121,43 @@ impl Pooled {
         spec: &RequestSpec,
         shape: LoadShape,
     ) -> LoadResult {
-        let (samples, tally) = run_workers(client, spec, shape).await;
-        self.absorb(samples, tally, shape.measure)
+        let (samples, tally, spent) = run_workers(client, spec, shape).await;
+        self.absorb(samples, tally, spent, shape.measure)
     }
 
-    /// Adds one round's samples, measured over `window`; returns that round's own result.
-    fn absorb(&mut self, samples: Samples, tally: Tally, window: Duration) -> LoadResult {
-        let round = summarize(&samples, &tally, window);
+    /// Adds one round's samples and CPU time, measured over `window`; returns that round's own
+    /// result.
+    fn absorb(&mut self, samples: Samples, tally: Tally, spent: Spent, window: Duration) -> LoadResult {
+        let round = summarize(&samples, &tally, &spent, window);
         self.samples.total_ns.extend(samples.total_ns);
         self.samples.first_event_ns.extend(samples.first_event_ns);
         self.tally.merge(tally);
+        self.spent.add(&spent);
         self.window += window;
         round
     }
 
     /// The result of every round together.
     pub fn result(&self) -> LoadResult {
-        summarize(&self.samples, &self.tally, self.window)
+        summarize(&self.samples, &self.tally, &self.spent, self.window)
     }
 }
 
-async fn run_workers(client: &reqwest::Client, spec: &RequestSpec, shape: LoadShape) -> (Samples, Tally) {
+async fn run_workers(
+    client: &reqwest::Client,
+    spec: &RequestSpec,
+    shape: LoadShape,
+) -> (Samples, Tally, Spent) {
     let start = Instant::now();
     let measure_from = start + shape.warmup;
     let end = measure_from + shape.measure;
+    // The machine's CPU time over the measured window, from its first to its last instant.
+    let cpu = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let before = Snapshot::read();
+        tokio::time::sleep_until(end.into()).await;
+        Snapshot::read().since(&before)
+    });
     let spec = Arc::new(spec.clone());
     let workers = (0..shape.concurrency.max(1)).map(|_| {
         let client = client.clone();
@@ -156,7 +176,7 @@ async fn run_workers(client: &reqwest::Client, spec: &RequestSpec, shape: LoadSh
             Err(error) => tally.fail(format!("worker task failed: {error}")),
         }
     }
-    (samples, tally)
+    (samples, tally, cpu.await.unwrap_or_default())
 }
 
 /// Counters of one worker.
@@ -316,7 +336,7 @@ fn nanos(d: Duration) -> u64 {
 }
 
 /// Builds the result of a run from its samples and counters.
-pub fn summarize(samples: &Samples, tally: &Tally, window: Duration) -> LoadResult {
+pub fn summarize(samples: &Samples, tally: &Tally, spent: &Spent, window: Duration) -> LoadResult {
     let seconds = window.as_secs_f64().max(f64::EPSILON);
     let first_event = (!samples.first_event_ns.is_empty()).then(|| corrected(&samples.first_event_ns));
     LoadResult {
@@ -330,6 +350,7 @@ pub fn summarize(samples: &Samples, tally: &Tally, window: Duration) -> LoadResu
         latency: corrected(&samples.total_ns),
         latency_raw: percentiles(&histogram(&samples.total_ns, None)),
         first_event,
+        cpu_per_answer: spent.per_answer(tally.ok),
     }
 }
 
@@ -415,7 +436,7 @@ mod tests {
             bytes: 5_000_000,
             first_error: Some("HTTP 500".into()),
         };
-        let result = summarize(&samples, &tally, Duration::from_secs(2));
+        let result = summarize(&samples, &tally, &Spent::default(), Duration::from_secs(2));
         assert_eq!(result.rps, 5.0);
         assert_eq!(result.mb_per_s, 2.5);
         assert_eq!(result.errors, 1);
@@ -434,8 +455,18 @@ mod tests {
             ..Tally::default()
         };
         let mut pooled = Pooled::default();
-        let first = pooled.absorb(round(10, 300), tally(300), Duration::from_secs(3));
-        let second = pooled.absorb(round(30, 100), tally(100), Duration::from_secs(1));
+        let first = pooled.absorb(
+            round(10, 300),
+            tally(300),
+            Spent::default(),
+            Duration::from_secs(3),
+        );
+        let second = pooled.absorb(
+            round(30, 100),
+            tally(100),
+            Spent::default(),
+            Duration::from_secs(1),
+        );
         assert_eq!((first.rps, second.rps), (100.0, 100.0));
         assert!((first.latency_raw.p50_ms - 10.0).abs() < 0.1, "{first:?}");
         assert!((second.latency_raw.p50_ms - 30.0).abs() < 0.1, "{second:?}");
@@ -443,6 +474,31 @@ mod tests {
         assert_eq!((all.requests, all.seconds, all.rps), (400, 4.0, 100.0));
         assert!((all.latency_raw.p50_ms - 10.0).abs() < 0.1, "{all:?}");
         assert!((all.latency_raw.mean_ms - 15.0).abs() < 0.1, "{all:?}");
+    }
+
+    #[test]
+    fn pooled_cpu_time_is_divided_among_every_round_s_answers() {
+        let spent = |busy: u64| {
+            let before = Snapshot::parse("cpu0 0 0 0 0\ncpu1 0 0 0 0\n");
+            let after = Snapshot::parse(&format!("cpu0 0 0 0 100\ncpu1 {busy} 0 0 0\n"));
+            after.since(&before)
+        };
+        let tally = |ok: u64| Tally {
+            ok,
+            ..Tally::default()
+        };
+        let samples = || Samples {
+            total_ns: vec![1_000_000; 10],
+            first_event_ns: vec![],
+        };
+        let mut pooled = Pooled::default();
+        let first = pooled.absorb(samples(), tally(100), spent(100), Duration::from_secs(1));
+        pooled.absorb(samples(), tally(100), spent(300), Duration::from_secs(1));
+        assert_eq!(first.cpu_per_answer[1].user_ms, 10.0);
+        let all = pooled.result();
+        // 400 ticks of 10 ms over 200 answers.
+        assert_eq!(all.cpu_per_answer[1].user_ms, 20.0);
+        assert_eq!(all.cpu_per_answer[0].idle_ms, 10.0);
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub struct Machine {
     pub load_average: f64,
     /// Whether the gateway and the load generator ran on separate CPUs.
     pub pinned: bool,
+    /// The default TCP congestion control (`net.ipv4.tcp_congestion_control`). With `bbr` and no
+    /// `fq` qdisc, TCP paces its own sends with a timer, on loopback too.
+    pub tcp_congestion: String,
     /// UTC start of the run, RFC 3339.
     pub started_utc: String,
 }
@@ -55,6 +58,10 @@ impl Machine {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0.0),
             pinned,
+            tcp_congestion: std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
             started_utc: output(root, "date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]),
         }
     }

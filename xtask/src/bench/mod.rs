@@ -9,6 +9,7 @@
 //! `--only ID` (repeatable): only the scenarios whose id contains `ID` (e.g. `small-c16`), no
 //! microbenchmarks; for iterating on one figure. Its report also goes to `target/bench-quick/`.
 
+mod cpu_time;
 mod litellm;
 mod loadgen;
 mod machine;

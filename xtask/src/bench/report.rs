@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::cpu_time::CpuUse;
 use super::loadgen::{Answer, LoadResult};
 use super::machine::Machine;
 use super::micro::{self, Micro};
@@ -222,7 +223,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(out, "## Gateway benchmarks (generated)\n");
     let _ = writeln!(
         out,
-        "Run {} at commit `{}`{}, {:.0} s in all. Machine: {} CPUs (`{}`), {:.1} GiB, {}, {}; load average {:.2} at the start (the machine is shared, so absolute figures drift: compare ratios to the floor of the same run). {}\n",
+        "Run {} at commit `{}`{}, {:.0} s in all. Machine: {} CPUs (`{}`), {:.1} GiB, {}, {}, TCP congestion control `{}`; load average {:.2} at the start (the machine is shared, so absolute figures drift: compare ratios to the floor of the same run). {}\n",
         m.started_utc,
         m.commit,
         if report.quick {
@@ -236,6 +237,7 @@ pub fn render(report: &Report) -> String {
         m.memory_gib,
         m.kernel,
         m.rustc,
+        m.tcp_congestion,
         m.load_average,
         if m.pinned {
             format!(
@@ -378,6 +380,7 @@ fn render_images(out: &mut String, runs: &[Run]) {
     }
     out.push('\n');
     render_rounds(out, runs);
+    render_cpu(out, runs);
 }
 
 /// The p50 of each round of the image-sized scenarios, next to the floor's of the same round.
@@ -422,6 +425,71 @@ fn render_rounds(out: &mut String, runs: &[Run]) {
             run.size,
             run.concurrency,
             run.target.label()
+        );
+    }
+    out.push('\n');
+}
+
+/// Each CPU's time per answer in the image-sized scenarios, and how much more of the load
+/// generator's CPU each relay takes than the floor.
+fn render_cpu(out: &mut String, runs: &[Run]) {
+    let cpu_of = |run: &Run, cpu: usize| {
+        run.result
+            .as_ref()
+            .and_then(|r| r.cpu_per_answer.get(cpu).copied())
+    };
+    let measured: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.group == Group::Image && cpu_of(r, procs::CLIENT_CPU).is_some())
+        .collect();
+    if measured.is_empty() {
+        return;
+    }
+    let (server, client) = (procs::SERVER_CPU, procs::CLIENT_CPU);
+    let _ = writeln!(
+        out,
+        "CPU time per answer over the measured windows, ms, by CPU: busy = user + kernel + interrupts (`/proc/stat`, the whole machine; 10 ms ticks). CPU {server} runs the relay (and, in the \"sim on the gateway's CPU\" rows, the simulator); CPU {client} runs the load generator and the simulator. Where CPU {client} has no idle time it limits the throughput, and the last column is what the relay costs it per answer:\n"
+    );
+    let _ = writeln!(
+        out,
+        "| size | concurrency | target | CPU {server} busy (user / kernel / irq) | CPU {server} idle | CPU {client} busy (user / kernel / irq) | CPU {client} idle | CPU {client} busy vs floor |\n|---|---|---|---|---|---|---|---|"
+    );
+    let busy = |cpu: Option<CpuUse>| {
+        cpu.map_or("–".to_owned(), |c| {
+            format!(
+                "{:.2} ({:.2} / {:.2} / {:.2})",
+                c.busy_ms(),
+                c.user_ms,
+                c.system_ms,
+                c.irq_ms
+            )
+        })
+    };
+    let idle = |cpu: Option<CpuUse>| cpu.map_or("–".to_owned(), |c| format!("{:.0}%", c.idle_percent()));
+    for run in measured {
+        let floor = runs
+            .iter()
+            .find(|r| r.scenario == run.scenario && r.target == Target::Floor)
+            .and_then(|r| cpu_of(r, client));
+        let own = cpu_of(run, client);
+        let versus = match (run.target, own, floor) {
+            (Target::Floor, _, _) | (_, None, _) | (_, _, None) => "–".to_owned(),
+            (_, Some(own), Some(floor)) => format!(
+                "{:+.2} ms ({:+.1}%)",
+                own.busy_ms() - floor.busy_ms(),
+                percent(own.busy_ms(), floor.busy_ms())
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {versus} |",
+            run.size,
+            run.concurrency,
+            run.target.label(),
+            busy(cpu_of(run, server)),
+            idle(cpu_of(run, server)),
+            busy(own),
+            idle(own),
         );
     }
     out.push('\n');

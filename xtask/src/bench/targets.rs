@@ -4,9 +4,9 @@
 use serde::Serialize;
 
 use super::loadgen::LoadResult;
-use super::micro;
 use super::report::{Report, Run, floor_of, percent};
 use super::scenarios::{Group, Target};
+use super::{micro, procs};
 
 /// One target and how the run did.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -41,6 +41,24 @@ fn row(target: String, measured: String, met: Option<bool>, miss_by: String) -> 
         },
         why,
     }
+}
+
+/// Where a relay's added latency comes from, measured: how much more of the load generator's CPU
+/// (which the floor saturates) each answer took, and how idle the relay's own CPU was.
+fn cpu_cause(relayed: &LoadResult, floor: &LoadResult) -> Option<String> {
+    let client = |result: &LoadResult| result.cpu_per_answer.get(procs::CLIENT_CPU).copied();
+    let (own, base) = (client(relayed)?, client(floor)?);
+    let server = relayed.cpu_per_answer.get(procs::SERVER_CPU)?;
+    Some(format!(
+        "CPU {} (load generator and simulator) was busy {:.2} ms per answer against the floor's {:.2} ms ({:+.1}%, {:.0}% idle), while the gateway's CPU {} was {:.0}% idle",
+        procs::CLIENT_CPU,
+        own.busy_ms(),
+        base.busy_ms(),
+        percent(own.busy_ms(), base.busy_ms()),
+        own.idle_percent(),
+        procs::SERVER_CPU,
+        server.idle_percent()
+    ))
 }
 
 fn unmeasured(target: String) -> TargetRow {
@@ -108,7 +126,7 @@ pub fn evaluate(report: &Report) -> Vec<TargetRow> {
         rows.push(match gw_floor(&run.scenario) {
             Some((gw, floor)) => {
                 let added = percent(gw.latency.p50_ms, floor.latency.p50_ms);
-                row(
+                let mut row = row(
                     name,
                     format!(
                         "{:+.1}% ({:.1} vs {:.1} ms)",
@@ -116,7 +134,11 @@ pub fn evaluate(report: &Report) -> Vec<TargetRow> {
                     ),
                     Some(added <= 5.0),
                     format!("{:.1} points", added - 5.0),
-                )
+                );
+                if let (Some(false), Some(cause)) = (row.met, cpu_cause(gw, floor)) {
+                    row.why = format!("{cause}; see \"Why the misses\" below");
+                }
+                row
             }
             None => unmeasured(name),
         });

@@ -205,3 +205,51 @@ fn probes_without_images_or_streams_are_unsupported() {
         None
     );
 }
+
+#[test]
+fn a_missed_image_target_says_which_cpu_paid_for_it() {
+    let image = scenario("image-1024x1024-c16");
+    let cpus = |relay_busy: f64, client_busy: f64| {
+        vec![
+            CpuUse {
+                cpu: 0,
+                user_ms: relay_busy,
+                idle_ms: 1.0,
+                ..CpuUse::default()
+            },
+            CpuUse {
+                cpu: 1,
+                user_ms: client_busy * 0.75,
+                system_ms: client_busy * 0.25,
+                ..CpuUse::default()
+            },
+        ]
+    };
+    let mut floor = result(800.0, 20.0, 26.0);
+    floor.cpu_per_answer = cpus(0.0, 1.20);
+    let mut relayed = result(650.0, 24.0, 31.0);
+    relayed.cpu_per_answer = cpus(0.25, 1.50);
+    let mut report = sample_report();
+    report.runs = vec![
+        Run::measured(&image, Target::Floor, floor),
+        Run::measured(&image, Target::Imagegate, relayed),
+    ];
+    report.targets = evaluate(&report);
+    let row = target(&report.targets, "1024x1024 c16: added p50");
+    assert_eq!(row.met, Some(false), "{row:?}");
+    assert!(
+        row.why.starts_with(
+            "CPU 1 (load generator and simulator) was busy 1.50 ms per answer against the floor's 1.20 ms (+25.0%, 0% idle), while the gateway's CPU 0 was 80% idle"
+        ),
+        "{row:?}"
+    );
+    let md = render(&report);
+    assert!(
+        md.contains("| 1024x1024 | 16 | imagegate | 0.25 (0.25 / 0.00 / 0.00) | 80% | 1.50 (1.12 / 0.38 / 0.00) | 0% | +0.30 ms (+25.0%) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 1024x1024 | 16 | floor (sim) | 0.00 (0.00 / 0.00 / 0.00) | 100% | 1.20 (0.90 / 0.30 / 0.00) | 0% | – |"),
+        "{md}"
+    );
+}

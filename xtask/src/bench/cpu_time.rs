@@ -1,0 +1,228 @@
+//! CPU time by CPU over the measured windows, from `/proc/stat`. With the CPUs shared out by
+//! pinning (the relay on one, the load generator and the simulator on the other), this shows on
+//! which CPU a relay's cost lands, and whether the CPU that limits the floor is the one that
+//! limits the relay.
+
+use serde::Serialize;
+
+/// `/proc/stat` counts in `USER_HZ` ticks, which Linux fixes at 100 per second for user space.
+const TICK_MS: f64 = 10.0;
+
+/// One CPU's counters, ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Ticks {
+    /// `user` + `nice`.
+    user: u64,
+    system: u64,
+    /// `irq` + `softirq`.
+    irq: u64,
+    /// `idle` + `iowait`.
+    idle: u64,
+}
+
+impl Ticks {
+    fn minus(self, earlier: Self) -> Self {
+        Self {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+            irq: self.irq.saturating_sub(earlier.irq),
+            idle: self.idle.saturating_sub(earlier.idle),
+        }
+    }
+
+    fn plus(self, other: Self) -> Self {
+        Self {
+            user: self.user + other.user,
+            system: self.system + other.system,
+            irq: self.irq + other.irq,
+            idle: self.idle + other.idle,
+        }
+    }
+}
+
+/// Every CPU's counters at one moment, CPU 0 first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot(Vec<Ticks>);
+
+impl Snapshot {
+    /// The counters now; empty where `/proc/stat` cannot be read.
+    pub fn read() -> Self {
+        Self::parse(&std::fs::read_to_string("/proc/stat").unwrap_or_default())
+    }
+
+    /// The per-CPU lines (`cpuN user nice system idle iowait irq softirq ...`) of a `/proc/stat`
+    /// text; the `cpu` total line and anything unreadable are skipped.
+    pub fn parse(stat: &str) -> Self {
+        let mut cpus: Vec<(usize, Ticks)> = stat.lines().filter_map(cpu_line).collect();
+        cpus.sort_by_key(|(index, _)| *index);
+        Self(cpus.into_iter().map(|(_, ticks)| ticks).collect())
+    }
+
+    /// What each CPU spent between `earlier` and this snapshot.
+    pub fn since(&self, earlier: &Snapshot) -> Spent {
+        Spent(
+            self.0
+                .iter()
+                .zip(&earlier.0)
+                .map(|(now, then)| now.minus(*then))
+                .collect(),
+        )
+    }
+}
+
+fn cpu_line(line: &str) -> Option<(usize, Ticks)> {
+    let mut fields = line.split_whitespace();
+    let index = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
+    let values: Vec<u64> = fields.map(str::parse).collect::<Result<_, _>>().ok()?;
+    let field = |at: usize| values.get(at).copied().unwrap_or(0);
+    (values.len() >= 4).then(|| {
+        (
+            index,
+            Ticks {
+                user: field(0) + field(1),
+                system: field(2),
+                idle: field(3) + field(4),
+                irq: field(5) + field(6),
+            },
+        )
+    })
+}
+
+/// Ticks each CPU spent over one or more windows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spent(Vec<Ticks>);
+
+impl Spent {
+    /// Adds another window's ticks.
+    pub fn add(&mut self, other: &Spent) {
+        if self.0.is_empty() {
+            self.0.clone_from(&other.0);
+            return;
+        }
+        for (own, more) in self.0.iter_mut().zip(&other.0) {
+            *own = own.plus(*more);
+        }
+    }
+
+    /// Each CPU's time per answer, ms; empty without answers or counters.
+    pub fn per_answer(&self, answers: u64) -> Vec<CpuUse> {
+        if answers == 0 {
+            return Vec::new();
+        }
+        let ms = |ticks: u64| ticks as f64 * TICK_MS / answers as f64;
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(cpu, ticks)| CpuUse {
+                cpu,
+                user_ms: ms(ticks.user),
+                system_ms: ms(ticks.system),
+                irq_ms: ms(ticks.irq),
+                idle_ms: ms(ticks.idle),
+            })
+            .collect()
+    }
+}
+
+/// What one CPU spent per answer over the measured windows, ms (`/proc/stat` ticks are 10 ms, so
+/// a few seconds of windows give two or three significant digits).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct CpuUse {
+    /// CPU number.
+    pub cpu: usize,
+    /// User space.
+    pub user_ms: f64,
+    /// Kernel, outside interrupts.
+    pub system_ms: f64,
+    /// Hard and soft interrupts (on loopback, the receiving side of TCP runs here).
+    pub irq_ms: f64,
+    /// Idle.
+    pub idle_ms: f64,
+}
+
+impl CpuUse {
+    /// User, kernel and interrupt time together.
+    pub fn busy_ms(&self) -> f64 {
+        self.user_ms + self.system_ms + self.irq_ms
+    }
+
+    /// Idle share of the window, percent.
+    pub fn idle_percent(&self) -> f64 {
+        let all = self.busy_ms() + self.idle_ms;
+        if all > 0.0 {
+            self.idle_ms / all * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BEFORE: &str = "cpu  300 0 60 900 0 0 10 0 0 0\n\
+        cpu1 200 5 40 100 1 2 3 0 0 0\n\
+        cpu0 100 0 20 800 0 0 5 0 0 0\n\
+        intr 123 4 5\n\
+        ctxt 9999\n";
+    const AFTER: &str = "cpu  500 0 100 1100 0 0 20 0 0 0\n\
+        cpu0 120 0 30 970 0 0 8 0 0 0\n\
+        cpu1 375 10 70 101 1 4 9 0 0 0\n\
+        intr 456 4 5\n";
+
+    #[test]
+    fn per_cpu_lines_are_read_in_cpu_order_and_the_total_is_skipped() {
+        let snapshot = Snapshot::parse(BEFORE);
+        assert_eq!(snapshot.0.len(), 2);
+        assert_eq!(
+            snapshot.0[1],
+            Ticks {
+                user: 205,
+                system: 40,
+                irq: 5,
+                idle: 101,
+            }
+        );
+    }
+
+    #[test]
+    fn a_window_is_divided_among_its_answers() {
+        let spent = Snapshot::parse(AFTER).since(&Snapshot::parse(BEFORE));
+        let per_answer = spent.per_answer(100);
+        assert_eq!(per_answer.len(), 2);
+        let client = per_answer[1];
+        // 180 user, 30 system, 8 irq, 1 idle ticks of 10 ms over 100 answers.
+        assert_eq!(
+            (client.user_ms, client.system_ms, client.irq_ms, client.idle_ms),
+            (18.0, 3.0, 0.8, 0.1)
+        );
+        assert!((client.busy_ms() - 21.8).abs() < 1e-9);
+        let server = per_answer[0];
+        assert_eq!(server.cpu, 0);
+        // 20 + 10 + 3 busy against 170 idle ticks.
+        assert!((server.idle_percent() - 170.0 / 203.0 * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn windows_add_up() {
+        let one = Snapshot::parse(AFTER).since(&Snapshot::parse(BEFORE));
+        let mut pooled = Spent::default();
+        pooled.add(&one);
+        pooled.add(&one);
+        assert_eq!(pooled.per_answer(200), one.per_answer(100));
+    }
+
+    #[test]
+    fn nothing_to_divide_gives_nothing() {
+        assert!(
+            Snapshot::parse("")
+                .since(&Snapshot::parse(""))
+                .per_answer(5)
+                .is_empty()
+        );
+        let spent = Snapshot::parse(AFTER).since(&Snapshot::parse(BEFORE));
+        assert!(spent.per_answer(0).is_empty());
+        assert!(Snapshot::parse("cpu0 1 2\ncpuX 1 2 3 4\n").0.is_empty());
+    }
+}
