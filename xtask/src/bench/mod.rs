@@ -129,19 +129,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let options = Options::parse(args)?;
     let started = Instant::now();
     let root = crate::workspace_root();
-    // Builds first, on every CPU, before this process pins itself.
-    status(
-        Command::new("cargo")
-            .args(["build", "--release", "-p", "imagegate", "-p", "imagegate-sim"])
-            .current_dir(&root),
-    )?;
-    if options.only.is_empty() {
-        micro::build(&root)?;
-    }
     let with_litellm = !options.no_litellm && (!options.quick || litellm::installed(&root));
-    if with_litellm {
-        litellm::ensure_installed(&root)?;
+    // LiteLLM's first install (mostly downloads) runs while the builds compile, on every CPU,
+    // before this process pins itself.
+    let install = with_litellm.then(|| {
+        let root = root.clone();
+        std::thread::spawn(move || litellm::ensure_installed(&root))
+    });
+    let built = build(&root, &options);
+    if let Some(install) = install {
+        install
+            .join()
+            .map_err(|_| "the LiteLLM install panicked".to_owned())??;
     }
+    built?;
     let pin = procs::can_pin();
     if pin {
         procs::pin_self(procs::CLIENT_CPU)?;
@@ -194,6 +195,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
         out.join("benchmarks.json").display(),
         report.duration_s
     );
+    Ok(())
+}
+
+/// The release binaries and, for a full run, the criterion benches.
+fn build(root: &Path, options: &Options) -> Result<(), String> {
+    status(
+        Command::new("cargo")
+            .args(["build", "--release", "-p", "imagegate", "-p", "imagegate-sim"])
+            .current_dir(root),
+    )?;
+    if options.only.is_empty() {
+        micro::build(root)?;
+    }
     Ok(())
 }
 
