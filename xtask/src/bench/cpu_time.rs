@@ -11,36 +11,44 @@ const TICK_MS: f64 = 10.0;
 /// One CPU's counters, ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Ticks {
-    /// `user` + `nice`.
+    /// CPU number (`cpuN`): `/proc/stat` lists online CPUs only, so a position is not a number.
+    cpu: usize,
+    /// `user` + `nice` (guest time is already in `user`).
     user: u64,
     system: u64,
     /// `irq` + `softirq`.
     irq: u64,
     /// `idle` + `iowait`.
     idle: u64,
+    /// Time the hypervisor ran something else while this CPU wanted to run.
+    steal: u64,
 }
 
 impl Ticks {
     fn minus(self, earlier: Self) -> Self {
         Self {
+            cpu: self.cpu,
             user: self.user.saturating_sub(earlier.user),
             system: self.system.saturating_sub(earlier.system),
             irq: self.irq.saturating_sub(earlier.irq),
             idle: self.idle.saturating_sub(earlier.idle),
+            steal: self.steal.saturating_sub(earlier.steal),
         }
     }
 
     fn plus(self, other: Self) -> Self {
         Self {
+            cpu: self.cpu,
             user: self.user + other.user,
             system: self.system + other.system,
             irq: self.irq + other.irq,
             idle: self.idle + other.idle,
+            steal: self.steal + other.steal,
         }
     }
 }
 
-/// Every CPU's counters at one moment, CPU 0 first.
+/// Every CPU's counters at one moment, in CPU order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot(Vec<Ticks>);
 
@@ -50,58 +58,62 @@ impl Snapshot {
         Self::parse(&std::fs::read_to_string("/proc/stat").unwrap_or_default())
     }
 
-    /// The per-CPU lines (`cpuN user nice system idle iowait irq softirq ...`) of a `/proc/stat`
-    /// text; the `cpu` total line and anything unreadable are skipped.
+    /// The per-CPU lines (`cpuN user nice system idle iowait irq softirq steal ...`) of a
+    /// `/proc/stat` text; the `cpu` total line and anything unreadable are skipped.
     pub fn parse(stat: &str) -> Self {
-        let mut cpus: Vec<(usize, Ticks)> = stat.lines().filter_map(cpu_line).collect();
-        cpus.sort_by_key(|(index, _)| *index);
-        Self(cpus.into_iter().map(|(_, ticks)| ticks).collect())
+        let mut cpus: Vec<Ticks> = stat.lines().filter_map(cpu_line).collect();
+        cpus.sort_by_key(|ticks| ticks.cpu);
+        Self(cpus)
     }
 
-    /// What each CPU spent between `earlier` and this snapshot.
+    /// What each CPU spent between `earlier` and this snapshot (CPUs in both only).
     pub fn since(&self, earlier: &Snapshot) -> Spent {
         Spent(
             self.0
                 .iter()
-                .zip(&earlier.0)
-                .map(|(now, then)| now.minus(*then))
+                .filter_map(|now| {
+                    let then = earlier.0.iter().find(|then| then.cpu == now.cpu)?;
+                    Some(now.minus(*then))
+                })
                 .collect(),
         )
     }
 }
 
-fn cpu_line(line: &str) -> Option<(usize, Ticks)> {
+fn cpu_line(line: &str) -> Option<Ticks> {
     let mut fields = line.split_whitespace();
-    let index = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
+    let cpu = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
     let values: Vec<u64> = fields.map(str::parse).collect::<Result<_, _>>().ok()?;
     let field = |at: usize| values.get(at).copied().unwrap_or(0);
-    (values.len() >= 4).then(|| {
-        (
-            index,
-            Ticks {
-                user: field(0) + field(1),
-                system: field(2),
-                idle: field(3) + field(4),
-                irq: field(5) + field(6),
-            },
-        )
+    (values.len() >= 4).then(|| Ticks {
+        cpu,
+        user: field(0) + field(1),
+        system: field(2),
+        idle: field(3) + field(4),
+        irq: field(5) + field(6),
+        steal: field(7),
     })
 }
 
-/// Ticks each CPU spent over one or more windows.
+/// Ticks each CPU spent over one or more windows; empty when the counters could not be read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Spent(Vec<Ticks>);
 
 impl Spent {
-    /// Adds another window's ticks.
+    /// Whether there are no counters.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds another window's ticks, CPU by CPU.
     pub fn add(&mut self, other: &Spent) {
-        if self.0.is_empty() {
-            self.0.clone_from(&other.0);
-            return;
+        for more in &other.0 {
+            match self.0.iter_mut().find(|own| own.cpu == more.cpu) {
+                Some(own) => *own = own.plus(*more),
+                None => self.0.push(*more),
+            }
         }
-        for (own, more) in self.0.iter_mut().zip(&other.0) {
-            *own = own.plus(*more);
-        }
+        self.0.sort_by_key(|ticks| ticks.cpu);
     }
 
     /// Each CPU's time per answer, ms; empty without answers or counters.
@@ -112,13 +124,13 @@ impl Spent {
         let ms = |ticks: u64| ticks as f64 * TICK_MS / answers as f64;
         self.0
             .iter()
-            .enumerate()
-            .map(|(cpu, ticks)| CpuUse {
-                cpu,
+            .map(|ticks| CpuUse {
+                cpu: ticks.cpu,
                 user_ms: ms(ticks.user),
                 system_ms: ms(ticks.system),
                 irq_ms: ms(ticks.irq),
                 idle_ms: ms(ticks.idle),
+                steal_ms: ms(ticks.steal),
             })
             .collect()
     }
@@ -134,10 +146,13 @@ pub struct CpuUse {
     pub user_ms: f64,
     /// Kernel, outside interrupts.
     pub system_ms: f64,
-    /// Hard and soft interrupts (on loopback, the receiving side of TCP runs here).
+    /// Hard and soft interrupts (on loopback, a segment's receiving side runs in the softirq of
+    /// the CPU that sent it).
     pub irq_ms: f64,
     /// Idle.
     pub idle_ms: f64,
+    /// Taken by the hypervisor.
+    pub steal_ms: f64,
 }
 
 impl CpuUse {
@@ -146,14 +161,30 @@ impl CpuUse {
         self.user_ms + self.system_ms + self.irq_ms
     }
 
-    /// Idle share of the window, percent.
-    pub fn idle_percent(&self) -> f64 {
-        let all = self.busy_ms() + self.idle_ms;
-        if all > 0.0 {
-            self.idle_ms / all * 100.0
+    /// How much busier than `base` this CPU was per answer: ms, and percent of `base`.
+    pub fn busier_than(&self, base: &CpuUse) -> (f64, f64) {
+        let added = self.busy_ms() - base.busy_ms();
+        let percent = if base.busy_ms() > 0.0 {
+            added / base.busy_ms() * 100.0
         } else {
             0.0
-        }
+        };
+        (added, percent)
+    }
+
+    /// Idle share of the whole window, percent.
+    pub fn idle_percent(&self) -> f64 {
+        self.share(self.idle_ms)
+    }
+
+    /// Stolen share of the whole window, percent.
+    pub fn steal_percent(&self) -> f64 {
+        self.share(self.steal_ms)
+    }
+
+    fn share(&self, part: f64) -> f64 {
+        let all = self.busy_ms() + self.idle_ms + self.steal_ms;
+        if all > 0.0 { part / all * 100.0 } else { 0.0 }
     }
 }
 
@@ -178,10 +209,12 @@ mod tests {
         assert_eq!(
             snapshot.0[1],
             Ticks {
+                cpu: 1,
                 user: 205,
                 system: 40,
                 irq: 5,
                 idle: 101,
+                steal: 0,
             }
         );
     }
@@ -224,5 +257,30 @@ mod tests {
         let spent = Snapshot::parse(AFTER).since(&Snapshot::parse(BEFORE));
         assert!(spent.per_answer(0).is_empty());
         assert!(Snapshot::parse("cpu0 1 2\ncpuX 1 2 3 4\n").0.is_empty());
+    }
+
+    #[test]
+    fn stolen_time_counts_in_the_window_but_not_as_busy_or_idle() {
+        let before = Snapshot::parse("cpu0 0 0 0 0 0 0 0 0\n");
+        let after = Snapshot::parse("cpu0 50 0 10 30 0 0 0 10\n");
+        let use_ = after.since(&before).per_answer(10)[0];
+        assert_eq!((use_.busy_ms(), use_.steal_ms), (60.0, 10.0));
+        assert!((use_.idle_percent() - 30.0).abs() < 1e-9);
+        assert!((use_.steal_percent() - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cpus_keep_their_numbers_across_gaps_and_changes() {
+        // CPU 1 offline: CPU 2 stays CPU 2, and a CPU missing from one snapshot is left out.
+        let before = Snapshot::parse("cpu0 1 0 0 1\ncpu2 1 0 0 1\ncpu3 1 0 0 1\n");
+        let after = Snapshot::parse("cpu2 11 0 0 1\ncpu0 3 0 0 1\n");
+        let spent = after.since(&before);
+        let cpus: Vec<(usize, f64)> = spent.per_answer(1).iter().map(|c| (c.cpu, c.user_ms)).collect();
+        assert_eq!(cpus, vec![(0, 20.0), (2, 100.0)]);
+        let mut pooled = Spent::default();
+        pooled.add(&Snapshot::parse("cpu2 5 0 0 0\n").since(&Snapshot::parse("cpu2 0 0 0 0\n")));
+        pooled.add(&spent);
+        let cpus: Vec<(usize, f64)> = pooled.per_answer(1).iter().map(|c| (c.cpu, c.user_ms)).collect();
+        assert_eq!(cpus, vec![(0, 20.0), (2, 150.0)]);
     }
 }

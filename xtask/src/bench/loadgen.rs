@@ -73,6 +73,13 @@ pub struct LoadResult {
     pub cpu_per_answer: Vec<CpuUse>,
 }
 
+impl LoadResult {
+    /// CPU `number`'s time per answer, when measured.
+    pub fn cpu(&self, number: usize) -> Option<CpuUse> {
+        self.cpu_per_answer.iter().find(|c| c.cpu == number).copied()
+    }
+}
+
 /// Median and tail, milliseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Percentiles {
@@ -110,6 +117,9 @@ pub struct Pooled {
     samples: Samples,
     tally: Tally,
     spent: Spent,
+    /// A round without CPU counters: the pooled CPU time would be divided among answers it does
+    /// not cover, so there is none.
+    cpu_missing: bool,
     window: Duration,
 }
 
@@ -132,6 +142,7 @@ impl Pooled {
         self.samples.total_ns.extend(samples.total_ns);
         self.samples.first_event_ns.extend(samples.first_event_ns);
         self.tally.merge(tally);
+        self.cpu_missing |= spent.is_empty();
         self.spent.add(&spent);
         self.window += window;
         round
@@ -139,7 +150,12 @@ impl Pooled {
 
     /// The result of every round together.
     pub fn result(&self) -> LoadResult {
-        summarize(&self.samples, &self.tally, &self.spent, self.window)
+        let spent = if self.cpu_missing {
+            &Spent::default()
+        } else {
+            &self.spent
+        };
+        summarize(&self.samples, &self.tally, spent, self.window)
     }
 }
 
@@ -499,6 +515,12 @@ mod tests {
         // 400 ticks of 10 ms over 200 answers.
         assert_eq!(all.cpu_per_answer[1].user_ms, 20.0);
         assert_eq!(all.cpu_per_answer[0].idle_ms, 10.0);
+        assert_eq!(all.cpu(1), Some(all.cpu_per_answer[1]));
+        pooled.absorb(samples(), tally(100), Spent::default(), Duration::from_secs(1));
+        assert!(
+            pooled.result().cpu_per_answer.is_empty(),
+            "a round without counters"
+        );
     }
 
     #[test]

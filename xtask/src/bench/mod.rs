@@ -137,12 +137,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         std::thread::spawn(move || litellm::ensure_installed(&root))
     });
     let built = build(&root, &options);
-    if let Some(install) = install {
+    let installed = install.map_or(Ok(()), |install| {
         install
             .join()
-            .map_err(|_| "the LiteLLM install panicked".to_owned())??;
-    }
+            .unwrap_or_else(|_| Err("the LiteLLM install panicked".to_owned()))
+    });
     built?;
+    installed?;
     let pin = procs::can_pin();
     if pin {
         procs::pin_self(procs::CLIENT_CPU)?;

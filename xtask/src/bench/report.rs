@@ -270,7 +270,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(out, "Commands:\n\n```sh\n{}\n```\n", report.commands.join("\n"));
     render_targets(&mut out, &report.targets);
     render_small(&mut out, &report.runs);
-    render_images(&mut out, &report.runs);
+    render_images(&mut out, &report.runs, report.machine.pinned);
     render_stream(&mut out, &report.runs);
     render_edits(&mut out, &report.runs);
     render_micro(&mut out, &report.micro);
@@ -338,7 +338,7 @@ fn render_small(out: &mut String, runs: &[Run]) {
     out.push('\n');
 }
 
-fn render_images(out: &mut String, runs: &[Run]) {
+fn render_images(out: &mut String, runs: &[Run], pinned: bool) {
     let _ = writeln!(
         out,
         "### (b) Image-sized responses (non-streaming, `quality` low)\n\n| size | concurrency | target | response MB | req/s | MB/s | p50 ms | p99 ms | added p50 | added p99 | added raw mean | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -380,7 +380,7 @@ fn render_images(out: &mut String, runs: &[Run]) {
     }
     out.push('\n');
     render_rounds(out, runs);
-    render_cpu(out, runs);
+    render_cpu(out, runs, pinned);
 }
 
 /// The p50 of each round of the image-sized scenarios, next to the floor's of the same round.
@@ -431,24 +431,20 @@ fn render_rounds(out: &mut String, runs: &[Run]) {
 }
 
 /// Each CPU's time per answer in the image-sized scenarios, and how much more of the load
-/// generator's CPU each relay takes than the floor.
-fn render_cpu(out: &mut String, runs: &[Run]) {
-    let cpu_of = |run: &Run, cpu: usize| {
-        run.result
-            .as_ref()
-            .and_then(|r| r.cpu_per_answer.get(cpu).copied())
-    };
+/// generator's CPU each relay takes than the floor (only when the roles had CPUs of their own).
+fn render_cpu(out: &mut String, runs: &[Run], pinned: bool) {
+    let (server, client) = (procs::SERVER_CPU, procs::CLIENT_CPU);
+    let cpu_of = |run: &Run, cpu: usize| run.result.as_ref().and_then(|r| r.cpu(cpu));
     let measured: Vec<&Run> = runs
         .iter()
-        .filter(|r| r.group == Group::Image && cpu_of(r, procs::CLIENT_CPU).is_some())
+        .filter(|r| r.group == Group::Image && cpu_of(r, client).is_some())
         .collect();
-    if measured.is_empty() {
+    if !pinned || measured.is_empty() {
         return;
     }
-    let (server, client) = (procs::SERVER_CPU, procs::CLIENT_CPU);
     let _ = writeln!(
         out,
-        "CPU time per answer over the measured windows, ms, by CPU: busy = user + kernel + interrupts (`/proc/stat`, the whole machine; 10 ms ticks). CPU {server} runs the relay (and, in the \"sim on the gateway's CPU\" rows, the simulator); CPU {client} runs the load generator and the simulator. Where CPU {client} has no idle time it limits the throughput, and the last column is what the relay costs it per answer:\n"
+        "CPU time per answer over the measured windows, ms, by CPU: busy = user + kernel + interrupts (`/proc/stat`, the whole machine; 10 ms ticks); idle and the time the hypervisor took (stolen) are shares of the whole window. CPU {server} runs the relay (and, in the \"sim on the gateway's CPU\" rows, the simulator); CPU {client} runs the load generator and the simulator. Where CPU {client} has no idle time it limits the throughput, and the last column is what the relay costs it per answer:\n"
     );
     let _ = writeln!(
         out,
@@ -465,20 +461,21 @@ fn render_cpu(out: &mut String, runs: &[Run]) {
             )
         })
     };
-    let idle = |cpu: Option<CpuUse>| cpu.map_or("–".to_owned(), |c| format!("{:.0}%", c.idle_percent()));
+    let idle = |cpu: Option<CpuUse>| {
+        cpu.map_or("–".to_owned(), |c| match c.steal_percent() {
+            stolen if stolen >= 0.5 => format!("{:.0}% (stolen {stolen:.0}%)", c.idle_percent()),
+            _ => format!("{:.0}%", c.idle_percent()),
+        })
+    };
     for run in measured {
-        let floor = runs
-            .iter()
-            .find(|r| r.scenario == run.scenario && r.target == Target::Floor)
-            .and_then(|r| cpu_of(r, client));
+        let floor = floor_of(runs, &run.scenario).and_then(|f| f.cpu(client));
         let own = cpu_of(run, client);
         let versus = match (run.target, own, floor) {
-            (Target::Floor, _, _) | (_, None, _) | (_, _, None) => "–".to_owned(),
-            (_, Some(own), Some(floor)) => format!(
-                "{:+.2} ms ({:+.1}%)",
-                own.busy_ms() - floor.busy_ms(),
-                percent(own.busy_ms(), floor.busy_ms())
-            ),
+            (Target::Imagegate | Target::Nginx | Target::Litellm, Some(own), Some(floor)) => {
+                let (added, percent) = own.busier_than(&floor);
+                format!("{added:+.2} ms ({percent:+.1}%)")
+            }
+            _ => "–".to_owned(),
         };
         let _ = writeln!(
             out,

@@ -19,7 +19,8 @@ pub struct TargetRow {
     pub met: Option<bool>,
     /// For a miss, by how much.
     pub miss_by: String,
-    /// Why (filled by hand in the notes below the generated section).
+    /// Why: for a miss, a pointer to the hand-written notes below the generated section, after the
+    /// cause the run measured where it has one.
     pub why: String,
 }
 
@@ -44,17 +45,20 @@ fn row(target: String, measured: String, met: Option<bool>, miss_by: String) -> 
 }
 
 /// Where a relay's added latency comes from, measured: how much more of the load generator's CPU
-/// (which the floor saturates) each answer took, and how idle the relay's own CPU was.
-fn cpu_cause(relayed: &LoadResult, floor: &LoadResult) -> Option<String> {
-    let client = |result: &LoadResult| result.cpu_per_answer.get(procs::CLIENT_CPU).copied();
-    let (own, base) = (client(relayed)?, client(floor)?);
-    let server = relayed.cpu_per_answer.get(procs::SERVER_CPU)?;
+/// (which the floor saturates) each answer took, and how idle the relay's own CPU was. Only when
+/// the relay and the load generator had CPUs of their own.
+fn cpu_cause(pinned: bool, relayed: &LoadResult, floor: &LoadResult) -> Option<String> {
+    if !pinned {
+        return None;
+    }
+    let (own, base) = (relayed.cpu(procs::CLIENT_CPU)?, floor.cpu(procs::CLIENT_CPU)?);
+    let server = relayed.cpu(procs::SERVER_CPU)?;
+    let (_, added) = own.busier_than(&base);
     Some(format!(
-        "CPU {} (load generator and simulator) was busy {:.2} ms per answer against the floor's {:.2} ms ({:+.1}%, {:.0}% idle), while the gateway's CPU {} was {:.0}% idle",
+        "CPU {} (load generator and simulator) was busy {:.2} ms per answer against the floor's {:.2} ms ({added:+.1}%, {:.0}% idle), while the gateway's CPU {} was {:.0}% idle",
         procs::CLIENT_CPU,
         own.busy_ms(),
         base.busy_ms(),
-        percent(own.busy_ms(), base.busy_ms()),
         own.idle_percent(),
         procs::SERVER_CPU,
         server.idle_percent()
@@ -135,7 +139,7 @@ pub fn evaluate(report: &Report) -> Vec<TargetRow> {
                     Some(added <= 5.0),
                     format!("{:.1} points", added - 5.0),
                 );
-                if let (Some(false), Some(cause)) = (row.met, cpu_cause(gw, floor)) {
+                if let (Some(false), Some(cause)) = (row.met, cpu_cause(report.machine.pinned, gw, floor)) {
                     row.why = format!("{cause}; see \"Why the misses\" below");
                 }
                 row

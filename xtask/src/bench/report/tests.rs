@@ -229,9 +229,13 @@ fn a_missed_image_target_says_which_cpu_paid_for_it() {
     floor.cpu_per_answer = cpus(0.0, 1.20);
     let mut relayed = result(650.0, 24.0, 31.0);
     relayed.cpu_per_answer = cpus(0.25, 1.50);
+    let mut across = result(900.0, 18.0, 24.0);
+    across.cpu_per_answer = cpus(1.1, 0.3);
     let mut report = sample_report();
+    report.machine.pinned = true;
     report.runs = vec![
         Run::measured(&image, Target::Floor, floor),
+        Run::measured(&image, Target::FloorAcross, across),
         Run::measured(&image, Target::Imagegate, relayed),
     ];
     report.targets = evaluate(&report);
@@ -252,4 +256,15 @@ fn a_missed_image_target_says_which_cpu_paid_for_it() {
         md.contains("| 1024x1024 | 16 | floor (sim) | 0.00 (0.00 / 0.00 / 0.00) | 100% | 1.20 (0.90 / 0.30 / 0.00) | 0% | – |"),
         "{md}"
     );
+    assert!(
+        md.contains("| 1024x1024 | 16 | floor, sim on the gateway's CPU | 1.10 (1.10 / 0.00 / 0.00) | 48% | 0.30 (0.22 / 0.07 / 0.00) | 0% | – |"),
+        "the cross-CPU floor is no relay: {md}"
+    );
+
+    // Without pinning the CPUs have no roles: no table, and no cause named.
+    report.machine.pinned = false;
+    report.targets = evaluate(&report);
+    let row = target(&report.targets, "1024x1024 c16: added p50");
+    assert_eq!(row.why, "see \"Why the misses\" below");
+    assert!(!render(&report).contains("CPU time per answer"));
 }
