@@ -161,17 +161,6 @@ impl CpuUse {
         self.user_ms + self.system_ms + self.irq_ms
     }
 
-    /// How much busier than `base` this CPU was per answer: ms, and percent of `base`.
-    pub fn busier_than(&self, base: &CpuUse) -> (f64, f64) {
-        let added = self.busy_ms() - base.busy_ms();
-        let percent = if base.busy_ms() > 0.0 {
-            added / base.busy_ms() * 100.0
-        } else {
-            0.0
-        };
-        (added, percent)
-    }
-
     /// Idle share of the whole window, percent.
     pub fn idle_percent(&self) -> f64 {
         self.share(self.idle_ms)

@@ -435,11 +435,14 @@ fn render_rounds(out: &mut String, runs: &[Run]) {
 fn render_cpu(out: &mut String, runs: &[Run], pinned: bool) {
     let (server, client) = (procs::SERVER_CPU, procs::CLIENT_CPU);
     let cpu_of = |run: &Run, cpu: usize| run.result.as_ref().and_then(|r| r.cpu(cpu));
+    if !pinned {
+        return;
+    }
     let measured: Vec<&Run> = runs
         .iter()
         .filter(|r| r.group == Group::Image && cpu_of(r, client).is_some())
         .collect();
-    if !pinned || measured.is_empty() {
+    if measured.is_empty() {
         return;
     }
     let _ = writeln!(
@@ -472,8 +475,8 @@ fn render_cpu(out: &mut String, runs: &[Run], pinned: bool) {
         let own = cpu_of(run, client);
         let versus = match (run.target, own, floor) {
             (Target::Imagegate | Target::Nginx | Target::Litellm, Some(own), Some(floor)) => {
-                let (added, percent) = own.busier_than(&floor);
-                format!("{added:+.2} ms ({percent:+.1}%)")
+                let (own, floor) = (own.busy_ms(), floor.busy_ms());
+                format!("{:+.2} ms ({:+.1}%)", own - floor, percent(own, floor))
             }
             _ => "–".to_owned(),
         };

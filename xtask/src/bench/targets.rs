@@ -53,7 +53,7 @@ fn cpu_cause(pinned: bool, relayed: &LoadResult, floor: &LoadResult) -> Option<S
     }
     let (own, base) = (relayed.cpu(procs::CLIENT_CPU)?, floor.cpu(procs::CLIENT_CPU)?);
     let server = relayed.cpu(procs::SERVER_CPU)?;
-    let (_, added) = own.busier_than(&base);
+    let added = percent(own.busy_ms(), base.busy_ms());
     Some(format!(
         "CPU {} (load generator and simulator) was busy {:.2} ms per answer against the floor's {:.2} ms ({added:+.1}%, {:.0}% idle), while the gateway's CPU {} was {:.0}% idle",
         procs::CLIENT_CPU,
