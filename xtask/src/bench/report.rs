@@ -498,10 +498,18 @@ fn render_cpu(out: &mut String, runs: &[Run], pinned: bool) {
 fn render_stream(out: &mut String, runs: &[Run]) {
     let _ = writeln!(
         out,
-        "### (c) Streaming, 3 partial images (1024x1024, `quality` low)\n\n| concurrency | target | first event p50 ms | first event p99 ms | added first event p50 ms | whole stream p50 ms | errors |\n|---|---|---|---|---|---|---|"
+        "### (c) Streaming, 3 partial images (`quality` low)\n\n| size | concurrency | target | stream MB | first event p50 ms | first event p99 ms | added first event p50 ms | whole stream p50 ms | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for run in runs.iter().filter(|r| r.group == Group::Stream) {
-        let _ = write!(out, "| {} | {} |", run.concurrency, run.target.label());
+        let _ = write!(
+            out,
+            "| {} | {} | {} | {} |",
+            run.size,
+            run.concurrency,
+            run.target.label(),
+            run.response_bytes
+                .map_or("–".to_owned(), |b| format!("{:.2}", b as f64 / 1e6))
+        );
         let floor_first = floor_of(runs, &run.scenario).and_then(|f| f.first_event);
         match &run.result {
             Some(r) => {
@@ -512,16 +520,17 @@ fn render_stream(out: &mut String, runs: &[Run]) {
                 };
                 let _ = writeln!(
                     out,
-                    " {} | {} | {} | {} | {} |",
+                    " {} | {} | {} | {} | {} | {} |",
                     ms(first.p50_ms),
                     ms(first.p99_ms),
                     added,
                     ms(r.latency.p50_ms),
+                    run.peak_rss_bytes.map_or("–".to_owned(), mb),
                     r.errors
                 );
             }
             None => {
-                let _ = writeln!(out, "{}", cells_unsupported(run, 5));
+                let _ = writeln!(out, "{}", cells_unsupported(run, 6));
             }
         }
     }

@@ -18,7 +18,7 @@ pub enum Group {
     Small,
     /// (b) Image-sized non-streaming responses.
     Image,
-    /// (c) Streaming with partial images: time to the first event.
+    /// (c) Streaming with partial images: time to the first event (and, at 3840x2160, memory).
     Stream,
     /// (d) Edits with two large input images.
     Edit,
@@ -84,6 +84,7 @@ pub fn all() -> Vec<Scenario> {
         }
     }
     list.push(scenario(Group::Stream, "1024x1024", 1));
+    list.push(scenario(Group::Stream, "3840x2160", 16));
     list.push(scenario(Group::Edit, "1024x1024", 8));
     list
 }
@@ -312,6 +313,7 @@ mod tests {
             "image-1024x1024-c16",
             "image-3840x2160-c64",
             "stream-1024x1024-c1",
+            "stream-3840x2160-c16",
             "edit-1024x1024-c8",
         ] {
             assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");

@@ -53,6 +53,8 @@ fn sample_report() -> Report {
         max_ms: 4.0,
         mean_ms: 2.7,
     });
+    gw_stream.peak_rss_bytes = Some(40 * 1024 * 1024);
+    gw_stream.response_bytes = Some(2_500_000);
     Report {
         quick: false,
         duration_s: 321.0,
@@ -148,8 +150,14 @@ fn rendering_shows_every_section_and_the_unsupported_cells() {
         "the cross-CPU floor is compared with the floor: {md}"
     );
     assert!(
-        md.contains("| 1 | LiteLLM | not supported (HTTP 400, streaming is not supported) | – |"),
+        md.contains(
+            "| 1024x1024 | 1 | LiteLLM | – | not supported (HTTP 400, streaming is not supported) | – | – | – | – | – |"
+        ),
         "{md}"
+    );
+    assert!(
+        md.contains("| 1024x1024 | 1 | imagegate | 2.50 | 2.50 | 3.50 | 0.50 | 51.0 | 40.0 | 0 |"),
+        "stream rows give the size, the stream's length and the peak RSS: {md}"
     );
     assert!(
         md.contains("| 5.00 ms (+5.0%) | 100 ms (+50.0%) | 6.00 ms (+5.0%) | 300.0 |"),
