@@ -18,7 +18,8 @@ pub struct Machine {
     pub kernel: String,
     /// `rustc -V`.
     pub rustc: String,
-    /// `git rev-parse --short HEAD` (with `-dirty` when the tree has changes).
+    /// `git rev-parse --short HEAD` (with `-dirty` when the tree has changes besides the report the
+    /// run rewrites).
     pub commit: String,
     /// 1-minute load average when the run started.
     pub load_average: f64,
@@ -37,7 +38,7 @@ impl Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-        let dirty = !output(root, "git", &["status", "--porcelain"]).is_empty();
+        let dirty = has_changes_besides_the_report(&output(root, "git", &["status", "--porcelain"]));
         let mut commit = output(root, "git", &["rev-parse", "--short", "HEAD"]);
         if dirty {
             commit.push_str("-dirty");
@@ -76,6 +77,16 @@ fn output(root: &Path, program: &str, args: &[&str]) -> String {
         .unwrap_or_default()
 }
 
+/// Whether `git status --porcelain` lists a change to anything but the report a run rewrites
+/// (`docs/benchmarks.md` and `.json`): the last run's report does not make the code "dirty".
+pub fn has_changes_besides_the_report(porcelain: &str) -> bool {
+    const REPORT: [&str; 2] = ["docs/benchmarks.md", "docs/benchmarks.json"];
+    porcelain
+        .lines()
+        .filter_map(|line| line.get(3..))
+        .any(|path| !REPORT.contains(&path))
+}
+
 /// `model name` of the first processor in a `/proc/cpuinfo` text.
 pub fn cpu_model(cpuinfo: &str) -> String {
     cpuinfo
@@ -99,6 +110,19 @@ pub fn mem_total_kib(meminfo: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_last_report_leaves_the_tree_clean() {
+        assert!(!has_changes_besides_the_report(""));
+        assert!(!has_changes_besides_the_report(
+            " M docs/benchmarks.json\n M docs/benchmarks.md\n"
+        ));
+        assert!(has_changes_besides_the_report(
+            " M docs/benchmarks.md\n M crates/server/src/relay/stream.rs\n"
+        ));
+        assert!(has_changes_besides_the_report("?? notes.txt\n"));
+        assert!(has_changes_besides_the_report(" M docs/architecture.md\n"));
+    }
 
     #[test]
     fn cpu_and_memory_are_read() {
