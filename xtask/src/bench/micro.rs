@@ -37,40 +37,49 @@ pub fn criterion_args(quick: bool) -> Vec<&'static str> {
     }
 }
 
-/// The shell form of the bench commands, for the report.
+/// The shell form of the bench command, for the report.
 pub fn commands(quick: bool) -> Vec<String> {
+    vec![format!(
+        "cargo bench {} -- --noplot {}",
+        selection().join(" "),
+        criterion_args(quick).join(" ")
+    )]
+}
+
+/// `-p <package> --bench <bench>` for every bench, in one cargo invocation. Building and running
+/// select the same set, so cargo unifies the same features both times: a run uses exactly what the
+/// build compiled (run one package at a time, a first run compiled every bench a second time).
+fn selection() -> Vec<&'static str> {
     BENCHES
         .iter()
-        .map(|(package, bench)| {
-            format!(
-                "cargo bench -p {package} --bench {bench} -- --noplot {}",
-                criterion_args(quick).join(" ")
-            )
-        })
+        .flat_map(|(package, bench)| ["-p", package, "--bench", bench])
         .collect()
+}
+
+fn build_command() -> Command {
+    let mut command = Command::new("cargo");
+    command.args(["bench", "--no-run"]).args(selection());
+    command
+}
+
+fn run_command(quick: bool) -> Command {
+    let mut command = Command::new("cargo");
+    command
+        .args(["bench", "-q"])
+        .args(selection())
+        .args(["--", "--noplot"])
+        .args(criterion_args(quick));
+    command
 }
 
 /// Builds the bench binaries (`cargo bench --no-run`), before the CPUs are pinned.
 pub fn build(root: &Path) -> Result<(), String> {
-    let mut command = Command::new("cargo");
-    command.arg("bench").arg("--no-run").current_dir(root);
-    for (package, bench) in BENCHES {
-        command.args(["-p", package, "--bench", bench]);
-    }
-    super::status(&mut command)
+    super::status(build_command().current_dir(root))
 }
 
 /// Runs every bench.
 pub fn run(root: &Path, quick: bool) -> Result<(), String> {
-    for (package, bench) in BENCHES {
-        super::status(
-            Command::new("cargo")
-                .args(["bench", "-q", "-p", package, "--bench", bench, "--", "--noplot"])
-                .args(criterion_args(quick))
-                .current_dir(root),
-        )?;
-    }
-    Ok(())
+    super::status(run_command(quick).current_dir(root))
 }
 
 /// One benchmark's median.
@@ -153,6 +162,33 @@ pub fn format_ns(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(command: &Command) -> Vec<String> {
+        command
+            .get_args()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_run_selects_exactly_what_the_build_compiled() {
+        let built = args(&build_command());
+        let ran = args(&run_command(false));
+        let selected = |all: &[String]| -> Vec<String> {
+            all.iter()
+                .skip_while(|arg| !arg.starts_with("-p"))
+                .take_while(|arg| *arg != "--")
+                .cloned()
+                .collect()
+        };
+        assert_eq!(selected(&built), selected(&ran));
+        assert_eq!(selected(&built).len(), BENCHES.len() * 4);
+        assert!(
+            ran.ends_with(&["30".to_owned()]),
+            "criterion's options follow: {ran:?}"
+        );
+        assert_eq!(commands(false).len(), 1, "one command, as run");
+    }
 
     const ESTIMATES: &str = r#"{"mean":{"confidence_interval":{"confidence_level":0.95,"lower_bound":410.0,"upper_bound":430.0},"point_estimate":420.5,"standard_error":3.0},"median":{"confidence_interval":{"confidence_level":0.95,"lower_bound":400.0,"upper_bound":415.0},"point_estimate":407.25,"standard_error":2.0},"median_abs_dev":null,"slope":null,"std_dev":null}"#;
 
