@@ -209,6 +209,12 @@ fn mb(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
 }
 
+/// The length of the probe's answer, in MB (10^6 bytes), or "–".
+fn response_mb(run: &Run) -> String {
+    run.response_bytes
+        .map_or("–".to_owned(), |b| format!("{:.2}", b as f64 / 1e6))
+}
+
 /// The floor run of the same scenario.
 pub fn floor_of<'a>(runs: &'a [Run], scenario: &str) -> Option<&'a LoadResult> {
     runs.iter()
@@ -360,8 +366,7 @@ fn render_images(out: &mut String, runs: &[Run], pinned: bool) {
                 let _ = writeln!(
                     out,
                     " {} | {:.1} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
-                    run.response_bytes
-                        .map_or("–".to_owned(), |b| format!("{:.2}", b as f64 / 1e6)),
+                    response_mb(run),
                     r.rps,
                     r.mb_per_s,
                     ms(r.latency.p50_ms),
@@ -507,8 +512,7 @@ fn render_stream(out: &mut String, runs: &[Run]) {
             run.size,
             run.concurrency,
             run.target.label(),
-            run.response_bytes
-                .map_or("–".to_owned(), |b| format!("{:.2}", b as f64 / 1e6))
+            response_mb(run)
         );
         let floor_first = floor_of(runs, &run.scenario).and_then(|f| f.first_event);
         match &run.result {
