@@ -383,3 +383,42 @@ async fn a_sigterm_right_after_the_gateway_says_it_is_up_drains_it() {
         s.gateway = imagegate_e2e::Gateway::spawn(s.dir.path(), &[]);
     }
 }
+
+#[tokio::test]
+async fn a_stream_cut_inside_an_event_relays_only_whole_events_then_an_error() {
+    let s = setup();
+    // The upstream's stream ends halfway through its second event.
+    s.sim_fault(json!({"fault": "truncated_body"})).await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true, "partial_images": 2}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let frames: Vec<&str> = text.split("\n\n").filter(|f| !f.is_empty()).collect();
+    let names: Vec<&str> = frames
+        .iter()
+        .map(|frame| {
+            let (name, data) = frame
+                .strip_prefix("event: ")
+                .and_then(|rest| rest.split_once("\ndata: "))
+                .unwrap_or_else(|| panic!("not a whole event: {frame:.200}"));
+            serde_json::from_str::<Value>(data)
+                .unwrap_or_else(|e| panic!("the data of {name} is not whole JSON: {e}"));
+            name
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["image_generation.partial_image", "error"],
+        "the whole first event, then the error"
+    );
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 502, "{:?}", records[0]);
+    assert_eq!(records[0]["stream"], true, "{:?}", records[0]);
+    assert!(records[0]["error_code"].is_string(), "{:?}", records[0]);
+}

@@ -180,3 +180,53 @@ async fn edits_with_large_images_reach_the_upstream_byte_for_byte() {
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 200);
 }
+
+#[tokio::test]
+async fn a_document_cut_short_at_its_declared_length_cuts_the_client_and_records_a_failure() {
+    let s = setup();
+    // The simulator's document ends halfway through its image, and its content-length says so:
+    // every declared byte arrives, yet the document is incomplete.
+    s.sim_fault(json!({"fault": "truncated_body"})).await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "the answer had started");
+    let declared: usize = response.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut received = Vec::new();
+    let mut broke = false;
+    while let Some(chunk) = body.next().await {
+        match chunk {
+            Ok(chunk) => received.extend_from_slice(&chunk),
+            Err(_) => {
+                broke = true;
+                break;
+            }
+        }
+    }
+    assert!(
+        broke && received.len() < declared,
+        "the client read {} of {declared} declared bytes and {}",
+        received.len(),
+        if broke { "was cut" } else { "saw a clean end" }
+    );
+    assert!(received.starts_with(b"{\"created\""), "the head was relayed");
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 502, "{:?}", records[0]);
+    assert!(records[0]["error_code"].is_string(), "{:?}", records[0]);
+    assert_eq!(records[0]["images"], 0, "{:?}", records[0]);
+    let listed = s.accounts();
+    assert_eq!(
+        listed["accounts"][0]["live"]["failures"], 1,
+        "the failure is the account's: {listed}"
+    );
+}

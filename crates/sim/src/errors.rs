@@ -169,7 +169,11 @@ pub fn fault_response(fault: &Fault, token: Option<&str>, request_id: &str) -> O
         FaultKind::ModelUnsupported => model_unsupported(None),
         FaultKind::Html403 => return Some(html_page(StatusCode::FORBIDDEN, request_id)),
         FaultKind::Html502 => return Some(html_page(StatusCode::BAD_GATEWAY, request_id)),
-        FaultKind::Stall | FaultKind::StallMidStream | FaultKind::NoImage | FaultKind::RateLimitInStream => {
+        FaultKind::Stall
+        | FaultKind::StallMidStream
+        | FaultKind::NoImage
+        | FaultKind::RateLimitInStream
+        | FaultKind::TruncatedBody => {
             return None;
         }
     };

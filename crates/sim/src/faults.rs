@@ -53,11 +53,16 @@ pub enum FaultKind {
     /// `rate_limit_in_stream`, `response_failed_rate_limit`). Other requests are answered normally,
     /// though a scripted rule counts them down: give it `"path": "/v1/responses"`.
     RateLimitInStream,
+    /// An Images answer cut short, as a broken upstream or a proxy in front of it may send it: a
+    /// JSON document that ends halfway through its first image's base64, with a `content-length`
+    /// declaring that shorter length, or an event stream that ends halfway through its second
+    /// event (names: `truncated_body`, `truncated`, `cut_body`).
+    TruncatedBody,
 }
 
 impl FaultKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         Self::UsageLimit,
         Self::RateLimit,
         Self::Server500,
@@ -72,6 +77,7 @@ impl FaultKind {
         Self::NoImage,
         Self::ModelUnsupported,
         Self::RateLimitInStream,
+        Self::TruncatedBody,
     ];
 
     /// Canonical name.
@@ -91,6 +97,7 @@ impl FaultKind {
             Self::NoImage => "no_image",
             Self::ModelUnsupported => "model_unsupported",
             Self::RateLimitInStream => "rate_limit_in_stream",
+            Self::TruncatedBody => "truncated_body",
         }
     }
 }
@@ -98,7 +105,7 @@ impl FaultKind {
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream"
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body"
 )]
 pub struct UnknownFault(pub String);
 
@@ -121,6 +128,7 @@ impl FromStr for FaultKind {
             "no_image" | "200_no_image" => Self::NoImage,
             "model_unsupported" | "model_not_supported" | "model_not_found" => Self::ModelUnsupported,
             "rate_limit_in_stream" | "response_failed_rate_limit" => Self::RateLimitInStream,
+            "truncated_body" | "truncated" | "cut_body" => Self::TruncatedBody,
             _ => return Err(UnknownFault(s.to_owned())),
         })
     }

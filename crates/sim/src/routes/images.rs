@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
 use super::RequestContext;
-use super::stream::{json_body, paced, sse_response};
+use super::stream::{cut_document, cut_frames, json_body, paced, sse_response};
 use crate::errors::ApiFailure;
 use crate::params::{ImageDraft, parse_generation};
 use crate::simulator::ImageJob;
@@ -39,10 +39,13 @@ pub async fn answer_images(
     };
     let deadline = context.start + context.latency;
     if stream {
-        let frames = image_stream_events(&outcome, !context.no_image())
+        let mut frames = image_stream_events(&outcome, !context.no_image())
             .iter()
             .map(|e| e.to_sse())
             .collect();
+        if context.truncated() {
+            frames = cut_frames(frames);
+        }
         return sse_response(paced(frames, context.start, deadline, context.mid_stream_stall()));
     }
     tokio::time::sleep_until(deadline).await;
@@ -55,6 +58,7 @@ pub async fn answer_images(
     .await
     .unwrap_or_else(|error| Err(error.to_string()));
     match encoded {
+        Ok(json) if context.truncated() => json_body(cut_document(json), None),
         Ok(json) => json_body(json, context.mid_stream_stall()),
         Err(error) => ApiFailure::internal(&error).into_response(),
     }

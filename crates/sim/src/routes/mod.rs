@@ -67,6 +67,11 @@ impl RequestContext {
             .map(|f| f.retry_after_seconds)
     }
 
+    /// Whether an Images answer must be cut short (`truncated_body`).
+    pub fn truncated(&self) -> bool {
+        self.fault.is_some_and(|f| f.kind == FaultKind::TruncatedBody)
+    }
+
     /// The pause after the first bytes, for `stall_mid_stream`.
     pub fn mid_stream_stall(&self) -> Option<Duration> {
         self.fault

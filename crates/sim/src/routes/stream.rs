@@ -83,9 +83,56 @@ fn stall_point(json: &[u8]) -> usize {
     at.min(json.len())
 }
 
+/// A JSON document cut halfway through its first image's base64 (halfway through the document when
+/// it has no image), for `truncated_body`; [`json_body`] declares the shorter length.
+pub fn cut_document(mut json: Vec<u8>) -> Vec<u8> {
+    let start = stall_point(&json).min(json.len());
+    let cut = start + (json.len() - start) / 2;
+    json.truncate(cut);
+    json
+}
+
+/// The frames of a stream cut halfway through its second frame (its first when it has only one),
+/// for `truncated_body`: the frames before it whole, then half of it, then the end of the body.
+pub fn cut_frames(mut frames: Vec<Bytes>) -> Vec<Bytes> {
+    let at = usize::from(frames.len() > 1);
+    frames.truncate(at + 1);
+    if let Some(last) = frames.last_mut() {
+        *last = last.slice(..last.len() / 2);
+    }
+    frames
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_document_ends_inside_its_first_image() {
+        let json = br#"{"created":1,"data":[{"b64_json":"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB"}],"usage":{"total_tokens":3}}"#;
+        let cut = cut_document(json.to_vec());
+        assert!(json.starts_with(&cut));
+        let text = std::str::from_utf8(&cut).unwrap();
+        let (_, image) = text.split_once(r#""b64_json":""#).unwrap();
+        assert!(image.len() > 8 && !image.contains('"'), "{text}");
+        assert!(serde_json::from_slice::<serde_json::Value>(&cut).is_err());
+    }
+
+    #[test]
+    fn a_cut_stream_ends_halfway_through_its_second_frame() {
+        let frames = vec![
+            Bytes::from("event: a\ndata: {}\n\n"),
+            Bytes::from("event: b\ndata: {\"x\":1}\n\n"),
+            Bytes::from("event: c\ndata: {}\n\n"),
+        ];
+        let cut = cut_frames(frames.clone());
+        assert_eq!(cut.len(), 2);
+        assert_eq!(cut[0], frames[0]);
+        assert!(frames[1].starts_with(&cut[1]) && cut[1].len() < frames[1].len());
+        assert!(!cut[1].is_empty());
+        let only = cut_frames(vec![Bytes::from("event: a\ndata: {}\n\n")]);
+        assert_eq!(only, vec![Bytes::from("event: a\n")]);
+    }
 
     async fn collect(stream: FrameStream) -> Vec<(Bytes, Duration)> {
         let start = Instant::now();
