@@ -17,6 +17,19 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
+/// The body's bytes as far as they came, and whether the connection broke before its end.
+async fn read_until_cut(response: reqwest::Response) -> (Vec<u8>, bool) {
+    let mut body = response.bytes_stream();
+    let mut received = Vec::new();
+    while let Some(chunk) = body.next().await {
+        match chunk {
+            Ok(chunk) => received.extend_from_slice(&chunk),
+            Err(_) => return (received, true),
+        }
+    }
+    (received, false)
+}
+
 #[tokio::test]
 async fn a_large_generation_arrives_intact_with_its_usage_recorded() {
     let s = setup();
@@ -106,18 +119,7 @@ async fn an_upstream_dying_mid_body_cuts_the_client_and_records_a_failure() {
         .unwrap();
     assert_eq!(response.status(), 200, "the answer had started");
     assert!(response.headers().contains_key("content-length"));
-    let mut body = response.bytes_stream();
-    let mut received = Vec::new();
-    let mut broke = false;
-    while let Some(chunk) = body.next().await {
-        match chunk {
-            Ok(chunk) => received.extend_from_slice(&chunk),
-            Err(_) => {
-                broke = true;
-                break;
-            }
-        }
-    }
+    let (received, broke) = read_until_cut(response).await;
     assert!(
         broke,
         "the connection ended cleanly after {} bytes",
@@ -201,18 +203,7 @@ async fn a_document_cut_short_at_its_declared_length_cuts_the_client_and_records
         .unwrap()
         .parse()
         .unwrap();
-    let mut body = response.bytes_stream();
-    let mut received = Vec::new();
-    let mut broke = false;
-    while let Some(chunk) = body.next().await {
-        match chunk {
-            Ok(chunk) => received.extend_from_slice(&chunk),
-            Err(_) => {
-                broke = true;
-                break;
-            }
-        }
-    }
+    let (received, broke) = read_until_cut(response).await;
     assert!(
         broke && received.len() < declared,
         "the client read {} of {declared} declared bytes and {}",
