@@ -4,7 +4,7 @@ mod support;
 
 use futures::StreamExt;
 use imagegate_codec::sse::{
-    KEEPALIVE, SseDecoder, SseError, SseEvent, decode_stream, encode_comment, encode_event,
+    KEEPALIVE, SseDecoder, SseError, SseEvent, SseItem, decode_stream, encode_comment, encode_event,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -284,4 +284,141 @@ fn a_data_line_arriving_in_pieces_is_one_value() {
     let mut decoder = SseDecoder::new();
     decoder.push(b": comment\ndata: unfinished").unwrap();
     assert!(!decoder.is_idle());
+}
+
+/// Events and pieces of large events joined back into events (`event` and `data` only).
+fn join_items(items: Vec<SseItem>) -> Vec<(Option<String>, String)> {
+    let mut events = Vec::new();
+    let mut open: Option<(String, Vec<u8>)> = None;
+    for item in items {
+        match item {
+            SseItem::Event(event) => events.push((event.event, event.data)),
+            SseItem::Opened { event, .. } => {
+                assert!(open.is_none(), "opened twice");
+                open = Some((event, Vec::new()));
+            }
+            SseItem::Data(piece) => open
+                .as_mut()
+                .expect("data of no event")
+                .1
+                .extend_from_slice(&piece),
+            SseItem::Closed => {
+                let (name, data) = open.take().expect("closed no event");
+                events.push((Some(name), String::from_utf8_lossy(&data).into_owned()));
+            }
+        }
+    }
+    assert!(open.is_none(), "an event left open");
+    events
+}
+
+/// One event of a stream: its type, its data lines, and its line end.
+fn stream_event() -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop::option::of(prop::sample::select(vec![
+            "image_generation.partial_image",
+            "error",
+            "x",
+        ])),
+        prop::collection::vec("[a-z0-9+/={}\":, ]{0,40}", 1..4),
+        prop::sample::select(vec!["\n", "\r\n", "\r"]),
+        any::<bool>(),
+    )
+        .prop_map(|(name, lines, end, comment)| {
+            let mut text = String::new();
+            if comment {
+                text.push_str(": keepalive");
+                text.push_str(end);
+            }
+            if let Some(name) = name {
+                text.push_str("event: ");
+                text.push_str(name);
+                text.push_str(end);
+            }
+            for line in lines {
+                text.push_str("data: ");
+                text.push_str(&line);
+                text.push_str(end);
+            }
+            text.push_str(end);
+            text.into_bytes()
+        })
+}
+
+proptest! {
+    /// A decoder that streams large events yields, once their pieces are joined, the events a
+    /// plain decoder yields, whatever the chunking and the size past which events are streamed.
+    #[test]
+    fn streamed_events_join_into_the_events_of_a_plain_decoder(
+        events in prop::collection::vec(stream_event(), 1..8),
+        cuts in prop::collection::vec(0.0f64..1.0, 0..24),
+        over in 0usize..48,
+    ) {
+        let bytes = events.concat();
+        let mut whole = SseDecoder::new();
+        whole.push(&bytes).unwrap();
+        let mut expected = Vec::new();
+        while let Some(event) = whole.pop() {
+            expected.push((event.event, event.data));
+        }
+        let cuts: Vec<usize> = cuts.iter().map(|at| (at * bytes.len() as f64) as usize).collect();
+        let mut streaming = SseDecoder::new().stream_events_over(over);
+        let mut items = Vec::new();
+        for chunk in support::split_at_points(&bytes, &cuts) {
+            streaming.push(&chunk).unwrap();
+            while let Some(item) = streaming.pop_item() {
+                prop_assert!(
+                    !matches!(&item, SseItem::Opened { event, .. } if event == "error"),
+                    "an error event was streamed"
+                );
+                items.push(item);
+            }
+        }
+        prop_assert!(streaming.is_idle());
+        prop_assert_eq!(join_items(items), expected);
+    }
+}
+
+#[test]
+fn a_large_typed_event_comes_in_pieces_between_whole_events() {
+    let image = "A".repeat(100);
+    let stream = format!(
+        "event: small\ndata: {{}}\n\nevent: image_generation.partial_image\ndata: {image}\n\nevent: error\ndata: {image}\n\n"
+    );
+    let mut decoder = SseDecoder::new().stream_events_over(8);
+    let (head, tail) = stream.as_bytes().split_at(80);
+    let mut items = Vec::new();
+    for chunk in [head, tail] {
+        decoder.push(chunk).unwrap();
+        while let Some(item) = decoder.pop_item() {
+            items.push(item);
+        }
+    }
+    let [
+        SseItem::Event(small),
+        SseItem::Opened { event, .. },
+        pieces @ ..,
+        SseItem::Closed,
+        SseItem::Event(error),
+    ] = &items[..]
+    else {
+        panic!("{items:?}");
+    };
+    assert_eq!(small.event.as_deref(), Some("small"));
+    assert_eq!(event, "image_generation.partial_image");
+    assert!(pieces.len() >= 2, "the data came in two chunks: {pieces:?}");
+    let data: Vec<u8> = pieces
+        .iter()
+        .flat_map(|piece| match piece {
+            SseItem::Data(bytes) => bytes.to_vec(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(data, image.as_bytes());
+    assert_eq!(
+        error.event.as_deref(),
+        Some("error"),
+        "an error event stays whole"
+    );
+    assert_eq!(error.data, image);
 }

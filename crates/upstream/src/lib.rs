@@ -85,7 +85,9 @@ pub use call::{Endpoint, UploadedImage, UpstreamCall};
 pub use client::{BuildError, CodexAuthConfig, HttpUpstream, UpstreamConfig};
 pub use credential_store::CredentialStore;
 pub use failure::{Failure, FailureKind, classify_error_object, classify_response, classify_transport};
-pub use reply::{BodyStream, EndSummary, EventStream, JsonStream, Reply};
+pub use reply::{
+    BodyStream, EndSummary, EventStream, ItemStream, JsonStream, Reply, joined_events, whole_events,
+};
 /// The header map type of [`classify_response`] (the `http` crate's, as used by reqwest and axum).
 pub use reqwest::header::HeaderMap;
 pub use target::{AccountKind, AccountTarget, Secret, UnknownAccountKind};

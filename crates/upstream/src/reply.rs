@@ -6,14 +6,58 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use futures::channel::oneshot;
 use futures::stream::BoxStream;
-use imagegate_codec::sse::SseEvent;
+use imagegate_codec::sse::{SseEvent, SseItem};
 use imagegate_codec::usage_scan::ResponseSummary;
 
 use crate::failure::Failure;
 
-/// The relayed events of a streaming call. An error after the start arrives as `Err(Failure)` and
-/// is the last item.
+/// Whole events of a streaming call. An error after the start arrives as `Err(Failure)` and is the
+/// last item.
 pub type EventStream = BoxStream<'static, Result<SseEvent, Failure>>;
+
+/// The relayed items of a streaming call: whole events, or a large Images event in pieces as it
+/// arrives ([`SseItem::Opened`], [`SseItem::Data`], [`SseItem::Closed`]), so that no image is held
+/// whole. An error after the start arrives as `Err(Failure)` and is the last item; one that comes
+/// while an event is open cuts that event short.
+pub type ItemStream = BoxStream<'static, Result<SseItem, Failure>>;
+
+/// `events` as items.
+pub fn whole_events(events: EventStream) -> ItemStream {
+    events.map(|event| event.map(SseItem::Event)).boxed()
+}
+
+/// `items` with every event relayed in pieces joined back into a whole one (held whole: for
+/// tests and tools, not for relaying images). An error inside an open event drops that event.
+pub fn joined_events(items: ItemStream) -> EventStream {
+    type Open = Option<(String, Option<String>, Vec<u8>)>;
+    let start: (ItemStream, Open) = (items, None);
+    futures::stream::unfold(start, |(mut items, mut open)| async move {
+        loop {
+            let item = match items.next().await? {
+                Ok(item) => item,
+                Err(failure) => return Some((Err(failure), (items, None))),
+            };
+            match (item, open.as_mut()) {
+                (SseItem::Event(event), _) => return Some((Ok(event), (items, open))),
+                (SseItem::Opened { event, id }, _) => open = Some((event, id, Vec::new())),
+                (SseItem::Data(piece), Some((_, _, data))) => data.extend_from_slice(&piece),
+                (SseItem::Closed, Some(_)) => {
+                    let Some((event, id, data)) = open.take() else {
+                        continue;
+                    };
+                    let event = SseEvent {
+                        event: Some(event),
+                        data: String::from_utf8_lossy(&data).into_owned(),
+                        id,
+                    };
+                    return Some((Ok(event), (items, None)));
+                }
+                (SseItem::Data(_) | SseItem::Closed, None) => {}
+            }
+        }
+    })
+    .boxed()
+}
 
 /// The rest of a non-streaming body relayed as it arrives. A failure (the connection dropped, the
 /// deadline passed, the document ended early or is malformed) is the last item; the stream ends
@@ -73,8 +117,9 @@ pub enum Reply {
     /// Non-streaming Images answer whose first image began before the body ended: the head was
     /// checked, the rest follows as it arrives (memory does not grow with the image size).
     JsonStream(JsonStream),
-    /// Streaming: the upstream's server-sent events, decoded and relayed one by one as they arrive.
-    Events(EventStream),
+    /// Streaming: the upstream's server-sent events, decoded and relayed one by one as they arrive
+    /// (a large Images event in pieces).
+    Events(ItemStream),
 }
 
 impl fmt::Debug for Reply {

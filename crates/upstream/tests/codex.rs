@@ -309,9 +309,10 @@ async fn a_client_taking_its_time_between_images_does_not_time_the_next_call_out
         .call(&target, UpstreamCall::Generate { params: &params }, deadline)
         .await
         .unwrap();
-    let Reply::Events(mut events) = reply else {
+    let Reply::Events(events) = reply else {
         panic!("not a stream")
     };
+    let mut events = imagegate_upstream::joined_events(events);
     let first = events.next().await.unwrap().unwrap();
     assert_eq!(first.event.as_deref(), Some("image_generation.completed"));
     // The client holds the stream for 1 s: 1.8 s have passed when the second call starts, and it

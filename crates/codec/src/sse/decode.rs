@@ -21,6 +21,26 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+/// What the decoder yields when it streams large events ([`SseDecoder::stream_events_over`]): whole
+/// events, or a large event in pieces, so that its data is never held whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SseItem {
+    /// A whole event.
+    Event(SseEvent),
+    /// A large event began. It has an `event:` type (never `error`), and its data follows.
+    Opened {
+        /// The `event:` field.
+        event: String,
+        /// The last event id seen on the stream.
+        id: Option<String>,
+    },
+    /// The next bytes of the open event's data: its `data:` lines joined with `\n`, as in
+    /// [`SseEvent::data`] (the bytes as received, not checked as UTF-8).
+    Data(Bytes),
+    /// The open event ended.
+    Closed,
+}
+
 /// Why decoding stopped.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SseError {
@@ -56,8 +76,12 @@ pub struct SseDecoder {
     last_id: Option<String>,
     retry_ms: Option<u64>,
     comments: u64,
-    ready: VecDeque<SseEvent>,
+    ready: VecDeque<SseItem>,
     max_event_bytes: usize,
+    /// Events with a type whose data grows past this many bytes are yielded in pieces.
+    stream_over: Option<usize>,
+    /// An event is being yielded in pieces.
+    open: bool,
 }
 
 impl Default for SseDecoder {
@@ -87,7 +111,18 @@ impl SseDecoder {
             comments: 0,
             ready: VecDeque::new(),
             max_event_bytes,
+            stream_over: None,
+            open: false,
         }
+    }
+
+    /// Yields an event in pieces ([`SseItem::Opened`], [`SseItem::Data`], [`SseItem::Closed`])
+    /// once its data passes `bytes`, if an `event:` line gave it a type other than `error`: its
+    /// data is then never held whole. Take items with [`Self::pop_item`].
+    #[must_use]
+    pub fn stream_events_over(mut self, bytes: usize) -> Self {
+        self.stream_over = Some(bytes);
+        self
     }
 
     /// Feeds the next chunk of the stream; complete events become available through [`Self::pop`].
@@ -130,9 +165,34 @@ impl SseDecoder {
                 self.line.extend_from_slice(rest);
                 self.start_data_line();
             }
-            self.check_size()?;
         }
-        Ok(())
+        self.pass_open_data();
+        self.check_size()
+    }
+
+    /// Hands the data of a large event on as a piece, opening the event first if it just grew
+    /// large. A trailing `\n` is kept back: it is the event's last and is dropped, if the event
+    /// ends there.
+    fn pass_open_data(&mut self) {
+        if !self.open {
+            let Some(over) = self.stream_over else { return };
+            if self.data.len() <= over || self.event_type.is_empty() || self.event_type == "error" {
+                return;
+            }
+            self.open = true;
+            self.ready.push_back(SseItem::Opened {
+                event: self.event_type.clone(),
+                id: self.last_id.clone(),
+            });
+        }
+        let kept = usize::from(self.data.last() == Some(&b'\n'));
+        let piece = self.data.len() - kept;
+        if piece == 0 {
+            return;
+        }
+        let rest = self.data.split_off(piece);
+        let piece = std::mem::replace(&mut self.data, rest);
+        self.ready.push_back(SseItem::Data(Bytes::from(piece)));
     }
 
     /// Moves an unfinished line known to be a `data` line into the event's data. Undecided until
@@ -161,15 +221,30 @@ impl SseDecoder {
         self.check_size()
     }
 
-    /// The next complete event, if any.
+    /// The next complete event, if any. A decoder that streams large events yields them only
+    /// through [`Self::pop_item`]; this skips their pieces.
     pub fn pop(&mut self) -> Option<SseEvent> {
+        while let Some(item) = self.ready.pop_front() {
+            if let SseItem::Event(event) = item {
+                return Some(event);
+            }
+        }
+        None
+    }
+
+    /// The next item: a complete event, or a piece of a large one.
+    pub fn pop_item(&mut self) -> Option<SseItem> {
         self.ready.pop_front()
     }
 
     /// True when no partial line or undispatched event is pending: a stream that ends while this is
     /// false was cut in the middle of an event (which WHATWG discards).
     pub fn is_idle(&self) -> bool {
-        self.line.is_empty() && !self.in_data_line && !self.has_data && self.event_type.is_empty()
+        self.line.is_empty()
+            && !self.in_data_line
+            && !self.has_data
+            && !self.open
+            && self.event_type.is_empty()
     }
 
     /// The last `retry:` value seen, in milliseconds.
@@ -232,6 +307,15 @@ impl SseDecoder {
     }
 
     fn dispatch(&mut self) {
+        if self.open {
+            self.pass_open_data();
+            self.data.clear();
+            self.event_type.clear();
+            self.has_data = false;
+            self.open = false;
+            self.ready.push_back(SseItem::Closed);
+            return;
+        }
         let event_type = std::mem::take(&mut self.event_type);
         if !self.has_data {
             return;
@@ -245,11 +329,11 @@ impl SseDecoder {
             Ok(data) => data,
             Err(invalid) => String::from_utf8_lossy(invalid.as_bytes()).into_owned(),
         };
-        self.ready.push_back(SseEvent {
+        self.ready.push_back(SseItem::Event(SseEvent {
             event: (!event_type.is_empty()).then_some(event_type),
             data,
             id: self.last_id.clone(),
-        });
+        }));
     }
 }
 

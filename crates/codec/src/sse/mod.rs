@@ -4,5 +4,7 @@
 mod decode;
 mod encode;
 
-pub use decode::{DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseError, SseEvent, SseStreamError, decode_stream};
+pub use decode::{
+    DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseError, SseEvent, SseItem, SseStreamError, decode_stream,
+};
 pub use encode::{KEEPALIVE, encode_comment, encode_error, encode_event};

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use imagegate_codec::sse::SseEvent;
+use imagegate_codec::sse::SseItem;
 use imagegate_upstream::{Failure, Reply};
 
 /// The wait for first events left to one request, over all its tries: streams that each fail after
@@ -68,8 +68,12 @@ async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
     Ok(Reply::Events(futures::stream::iter(held).chain(events).boxed()))
 }
 
-/// A Responses event that says the call goes on but carries no output yet.
-fn is_lifecycle(event: &SseEvent) -> bool {
+/// A Responses event that says the call goes on but carries no output yet. (The start of an event
+/// relayed in pieces is an image's: it tells.)
+fn is_lifecycle(item: &SseItem) -> bool {
+    let SseItem::Event(event) = item else {
+        return false;
+    };
     matches!(
         event.event.as_deref(),
         Some(
@@ -90,12 +94,12 @@ mod tests {
 
     use super::*;
 
-    fn event(name: &str) -> SseEvent {
-        SseEvent {
+    fn event(name: &str) -> SseItem {
+        SseItem::Event(SseEvent {
             event: Some(name.to_owned()),
             data: "{}".to_owned(),
             id: None,
-        }
+        })
     }
 
     async fn names(reply: Reply) -> Vec<String> {
@@ -104,11 +108,40 @@ mod tests {
         };
         events
             .map(|item| match item {
-                Ok(event) => event.event.unwrap_or_default(),
+                Ok(SseItem::Event(event)) => event.event.unwrap_or_default(),
+                Ok(SseItem::Opened { event, .. }) => format!("opened {event}"),
+                Ok(SseItem::Data(piece)) => format!("{} bytes", piece.len()),
+                Ok(SseItem::Closed) => "closed".to_owned(),
                 Err(failure) => format!("failure: {}", failure.message),
             })
             .collect()
             .await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_start_of_an_event_relayed_in_pieces_tells() {
+        let slow_rest = stream::once(async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(SseItem::Closed)
+        });
+        let events = stream::iter([
+            Ok(SseItem::Opened {
+                event: "image_generation.partial_image".to_owned(),
+                id: None,
+            }),
+            Ok(SseItem::Data(bytes::Bytes::from_static(b"{\"b64_json\":\"AAAA"))),
+        ])
+        .chain(slow_rest)
+        .boxed();
+        let started = tokio::time::Instant::now();
+        let reply = settle(Reply::Events(events), Duration::from_secs(2))
+            .await
+            .unwrap();
+        assert_eq!(started.elapsed(), Duration::ZERO, "settled on the first piece");
+        assert_eq!(
+            names(reply).await,
+            ["opened image_generation.partial_image", "17 bytes", "closed"]
+        );
     }
 
     #[tokio::test]

@@ -1,18 +1,24 @@
 //! Relaying an upstream SSE stream to the client: one frame per event as it arrives, keepalive
 //! comments while the upstream is quiet, an error frame if the upstream fails after the start.
+//!
+//! An image event the upstream crate relays in pieces is framed piece by piece as it arrives: its
+//! `event:` line and the start of its `data:` line first, then its data, then its end. Its usage is
+//! scanned on the way ([`ImagesResponseScanner`]), so no image is held whole. No keepalive comes
+//! inside such an event, and an upstream that fails inside one cuts the client's connection: an
+//! error frame would land in the middle of the event.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::StreamExt;
-use futures::stream::BoxStream;
-use imagegate_codec::sse::{KEEPALIVE, SseEvent, encode_error};
-use imagegate_upstream::Failure;
+use imagegate_codec::sse::{KEEPALIVE, SseEvent, SseItem, encode_error};
+use imagegate_codec::usage_scan::ImagesResponseScanner;
+use imagegate_upstream::{Failure, ItemStream};
 use serde::Deserialize;
 
 use crate::relay::failure_error;
 use crate::relay::held::Held;
+use crate::relay::json_stream::CutShort;
 use crate::usage::UsageRecorder;
 
 /// Which API's events are relayed (they report usage and errors differently).
@@ -23,23 +29,25 @@ pub enum StreamKind {
 }
 
 struct Relay {
-    events: BoxStream<'static, Result<SseEvent, Failure>>,
+    events: ItemStream,
     kind: StreamKind,
     keepalive: Duration,
     usage: Option<UsageRecorder>,
     held: Option<Held>,
     last_sequence: Option<u64>,
+    /// An event is being relayed in pieces; for a completed image, the scan of its data.
+    open: Option<Option<ImagesResponseScanner>>,
     done: bool,
 }
 
 /// The body stream of an SSE response.
 pub fn relay_events(
-    events: BoxStream<'static, Result<SseEvent, Failure>>,
+    events: ItemStream,
     kind: StreamKind,
     keepalive: Duration,
     usage: UsageRecorder,
     held: Held,
-) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+) -> impl futures::Stream<Item = Result<Bytes, CutShort>> + Send + 'static {
     let relay = Relay {
         events,
         kind,
@@ -47,22 +55,27 @@ pub fn relay_events(
         usage: Some(usage),
         held: Some(held),
         last_sequence: None,
+        open: None,
         done: false,
     };
     futures::stream::unfold(relay, |mut relay| async move {
         if relay.done {
             return None;
         }
-        let next = tokio::select! {
-            next = relay.events.next() => next,
-            () = tokio::time::sleep(relay.keepalive) => {
-                return Some((Ok(Bytes::from_static(KEEPALIVE)), relay));
+        let next = if relay.open.is_some() {
+            relay.events.next().await
+        } else {
+            tokio::select! {
+                next = relay.events.next() => next,
+                () = tokio::time::sleep(relay.keepalive) => {
+                    return Some((Ok(Bytes::from_static(KEEPALIVE)), relay));
+                }
             }
         };
         match next {
-            Some(Ok(event)) => {
-                relay.observe(&event);
-                Some((Ok(frame(&event)), relay))
+            Some(Ok(item)) => {
+                let frame = relay.frame_item(item);
+                Some((Ok(frame), relay))
             }
             Some(Err(failure)) => {
                 relay.done = true;
@@ -72,8 +85,13 @@ pub fn relay_events(
                 if let Some(held) = &relay.held {
                     held.record(&crate::relay::outcome_of(&failure)).await;
                 }
+                let cut = relay.open.is_some();
                 let frame = relay.error_frame(&failure);
                 relay.finish(Some(&failure));
+                if cut {
+                    tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of an event");
+                    return Some((Err(CutShort), relay));
+                }
                 Some((Ok(frame), relay))
             }
             None => {
@@ -91,6 +109,51 @@ pub fn relay_events(
 }
 
 impl Relay {
+    /// The frame of `item`, noting what it tells of the usage.
+    fn frame_item(&mut self, item: SseItem) -> Bytes {
+        match item {
+            SseItem::Event(event) => {
+                self.observe(&event);
+                frame(&event)
+            }
+            SseItem::Opened { event, .. } => {
+                let completed = self.kind == StreamKind::Images && event.ends_with(".completed");
+                self.open = Some(completed.then(ImagesResponseScanner::new));
+                let mut out = BytesMut::with_capacity(event.len() + 16);
+                out.put_slice(b"event: ");
+                out.put_slice(event.as_bytes());
+                out.put_slice(b"\ndata: ");
+                out.freeze()
+            }
+            SseItem::Data(piece) => {
+                if let Some(Some(scanner)) = self.open.as_mut() {
+                    scanner.push(&piece);
+                }
+                data_piece(piece)
+            }
+            SseItem::Closed => {
+                if let Some(Some(scanner)) = self.open.take() {
+                    self.record_completed(&scanner.into_summary());
+                }
+                Bytes::from_static(b"\n\n")
+            }
+        }
+    }
+
+    /// Records what a completed image event's scan found.
+    fn record_completed(&mut self, summary: &imagegate_codec::usage_scan::ResponseSummary) {
+        let Some(usage) = self.usage.as_mut() else { return };
+        usage.produced(
+            summary.size.as_deref(),
+            summary.quality.as_deref(),
+            summary.output_format.as_deref(),
+            1,
+        );
+        if let Some(tokens) = &summary.usage {
+            usage.usage(tokens);
+        }
+    }
+
     fn observe(&mut self, event: &SseEvent) {
         let Some(usage) = self.usage.as_mut() else { return };
         match self.kind {
@@ -179,6 +242,22 @@ fn names_a_completed_image(event: &SseEvent) -> bool {
         Some(name) => name.ends_with(".completed"),
         None => event.data.contains(".completed\""),
     }
+}
+
+/// A piece of an event's data as it goes on the wire: each line break in it starts a new `data:`
+/// line (image data has none, and passes uncopied).
+fn data_piece(piece: Bytes) -> Bytes {
+    if !piece.contains(&b'\n') {
+        return piece;
+    }
+    let mut out = BytesMut::with_capacity(piece.len() + 16);
+    for (index, line) in piece.split(|byte| *byte == b'\n').enumerate() {
+        if index > 0 {
+            out.put_slice(b"\ndata: ");
+        }
+        out.put_slice(line);
+    }
+    out.freeze()
 }
 
 /// Re-encodes a decoded event: `event:` line, one `data:` line per data line, blank line.
@@ -294,8 +373,60 @@ mod tests {
             usage: None,
             held: None,
             last_sequence: Some(4),
+            open: None,
             done: false,
         }
+    }
+
+    #[test]
+    fn an_event_relayed_in_pieces_is_framed_as_the_whole_event_would_be() {
+        let mut relay = Relay {
+            kind: StreamKind::Images,
+            ..responses_relay()
+        };
+        let data = r#"{"type":"image_generation.completed","b64_json":"AAAA","usage":{"total_tokens":3}}"#;
+        let (head, tail) = data.split_at(30);
+        let pieces = [
+            SseItem::Opened {
+                event: "image_generation.completed".to_owned(),
+                id: None,
+            },
+            SseItem::Data(Bytes::copy_from_slice(head.as_bytes())),
+            SseItem::Data(Bytes::copy_from_slice(tail.as_bytes())),
+            SseItem::Closed,
+        ];
+        let mut wire = Vec::new();
+        for piece in pieces {
+            wire.extend_from_slice(&relay.frame_item(piece));
+            if wire.ends_with(b"\n\n") {
+                assert!(relay.open.is_none(), "closed");
+            } else {
+                assert!(
+                    matches!(relay.open, Some(Some(_))),
+                    "a completed image is scanned"
+                );
+            }
+        }
+        let whole = SseEvent {
+            event: Some("image_generation.completed".to_owned()),
+            data: data.to_owned(),
+            id: None,
+        };
+        assert_eq!(wire, frame(&whole).to_vec());
+    }
+
+    #[test]
+    fn line_breaks_in_pieces_start_new_data_lines() {
+        assert_eq!(
+            &data_piece(Bytes::from_static(b"a\nb\n"))[..],
+            b"a\ndata: b\ndata: "
+        );
+        let image = Bytes::from_static(b"AAAA");
+        assert_eq!(
+            data_piece(image.clone()).as_ptr(),
+            image.as_ptr(),
+            "passed uncopied"
+        );
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub(crate) async fn call(
         // Open the first upstream call before answering, so that a refusal at the start (429,
         // 401, 5xx) is an ordinary failure the caller can fail over from, not an error frame.
         run.open_first().await?;
-        return Ok(Reply::Events(run.into_events()));
+        return Ok(Reply::Events(crate::reply::whole_events(run.into_events())));
     }
     run.into_json().await
 }
@@ -336,7 +336,7 @@ async fn start(job: &Job, model_index: usize, deadline: Deadline) -> Result<Even
         target: &job.target,
     };
     let response = session.send(Endpoint::Responses, body, true, deadline).await?;
-    Ok(openai::stream::relay(response, Endpoint::Responses, 1, deadline))
+    Ok(openai::stream::relay_events(response, 1, deadline))
 }
 
 fn not_auto(value: &Option<String>, auto: &str) -> Option<String> {

@@ -19,10 +19,17 @@
 //! connection open after its last event costs nothing. After at least one final event, the end of
 //! the body or the deadline end the stream quietly. A `data: [DONE]` sentinel ends the stream and is
 //! not relayed.
+//!
+//! An Images event with a type whose data passes [`STREAM_EVENTS_OVER`] bytes (an image) is relayed
+//! in pieces as it arrives ([`SseItem::Opened`], [`SseItem::Data`], [`SseItem::Closed`]): the
+//! gateway never holds an image whole, and the client's first bytes of it do not wait for its last.
+//! Its type is known from its `event:` line before its data, so errors (`event: error`) still come
+//! whole. A stream that ends or fails while such an event is open fails, even after a final event:
+//! the client has part of an event.
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
-use imagegate_codec::sse::{SseDecoder, SseEvent};
+use imagegate_codec::sse::{SseDecoder, SseEvent, SseItem};
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -33,15 +40,18 @@ use super::read_clock::ReadClock;
 use super::{Deadline, now_unix_ms};
 use crate::call::Endpoint;
 use crate::failure::{Failure, FailureKind, classify_error_object, classify_transport};
-use crate::reply::EventStream;
+use crate::reply::{EventStream, ItemStream};
 
-/// Relays the body of `response` as events.
+/// Size past which an Images event's data is relayed in pieces.
+pub const STREAM_EVENTS_OVER: usize = 64 * 1024;
+
+/// Relays the body of `response` as items.
 pub(crate) fn relay(
     response: reqwest::Response,
     endpoint: Endpoint,
     finals_expected: usize,
     deadline: Deadline,
-) -> EventStream {
+) -> ItemStream {
     let body = response
         .bytes_stream()
         .map(|chunk| chunk.map_err(|err| classify_transport(&err)))
@@ -56,23 +66,30 @@ struct Relay {
     clock: ReadClock,
     finals_expected: usize,
     finals_seen: usize,
+    /// An event is open (relayed in pieces), and whether it is a final one.
+    open: Option<bool>,
     done: bool,
 }
 
-/// Relays a stream of body chunks as events (the transport-independent part of [`relay`]).
+/// Relays a stream of body chunks as items (the transport-independent part of [`relay`]).
 pub(crate) fn relay_chunks(
     body: BoxStream<'static, Result<Bytes, Failure>>,
     endpoint: Endpoint,
     finals_expected: usize,
     deadline: Deadline,
-) -> EventStream {
+) -> ItemStream {
+    let decoder = match endpoint {
+        Endpoint::Responses => SseDecoder::new(),
+        Endpoint::Generations | Endpoint::Edits => SseDecoder::new().stream_events_over(STREAM_EVENTS_OVER),
+    };
     let state = Relay {
         body,
-        decoder: SseDecoder::new(),
+        decoder,
         endpoint,
         clock: ReadClock::new(deadline),
         finals_expected: finals_expected.max(1),
         finals_seen: 0,
+        open: None,
         done: false,
     };
     futures::stream::unfold(state, |mut state| async move {
@@ -84,26 +101,74 @@ pub(crate) fn relay_chunks(
     .boxed()
 }
 
+/// The whole events of a Responses stream (which is never relayed in pieces).
+pub(crate) fn relay_events(
+    response: reqwest::Response,
+    finals_expected: usize,
+    deadline: Deadline,
+) -> EventStream {
+    relay(response, Endpoint::Responses, finals_expected, deadline)
+        .filter_map(|item| async move {
+            match item {
+                Ok(SseItem::Event(event)) => Some(Ok(event)),
+                Ok(SseItem::Opened { .. } | SseItem::Data(_) | SseItem::Closed) => None,
+                Err(failure) => Some(Err(failure)),
+            }
+        })
+        .boxed()
+}
+
 impl Relay {
-    async fn next_item(&mut self) -> Option<Result<SseEvent, Failure>> {
+    async fn next_item(&mut self) -> Option<Result<SseItem, Failure>> {
         loop {
             if self.done {
                 return None;
             }
-            if let Some(event) = self.decoder.pop() {
-                match self.inspect(&event) {
-                    Seen::Relay => return Some(Ok(event)),
-                    Seen::Final => {
-                        self.finals_seen += 1;
-                        self.done = self.finals_seen >= self.finals_expected;
-                        return Some(Ok(event));
+            if let Some(item) = self.decoder.pop_item() {
+                return match item {
+                    SseItem::Event(event) => match self.inspect(&event) {
+                        Seen::Relay => Some(Ok(SseItem::Event(event))),
+                        Seen::Final => {
+                            self.final_seen();
+                            Some(Ok(SseItem::Event(event)))
+                        }
+                        Seen::Done => {
+                            self.done = true;
+                            None
+                        }
+                        Seen::Error(failure) => self.fail(failure),
+                    },
+                    SseItem::Opened { ref event, .. } => {
+                        self.open = Some(self.is_final(Some(event)));
+                        Some(Ok(item))
                     }
-                    Seen::Done => {
-                        self.done = true;
-                        return None;
+                    SseItem::Data(_) => Some(Ok(item)),
+                    SseItem::Closed => {
+                        if self.open.take() == Some(true) {
+                            self.final_seen();
+                        }
+                        Some(Ok(item))
                     }
-                    Seen::Error(failure) => return self.fail(failure),
+                };
+            }
+            if self.open.is_some() {
+                // Only the end of the event can be awaited now: neither the deadline nor the end
+                // of the body end the stream quietly.
+                match timeout_at(self.clock.at(), self.body.next()).await {
+                    Err(_elapsed) => return self.fail(self.clock.failure()),
+                    Ok(Some(Ok(chunk))) => {
+                        if let Err(err) = self.decoder.push(&chunk) {
+                            return self.fail(unusable(&err));
+                        }
+                    }
+                    Ok(Some(Err(failure))) => return self.fail(failure),
+                    Ok(None) => {
+                        return self.fail(Failure::transient(
+                            "the upstream stream ended in the middle of an event",
+                        ));
+                    }
                 }
+                continue;
             }
             match timeout_at(self.clock.at(), self.body.next()).await {
                 Err(_elapsed) if self.finals_seen > 0 => {
@@ -113,9 +178,7 @@ impl Relay {
                 Err(_elapsed) => return self.fail(self.clock.failure()),
                 Ok(Some(Ok(chunk))) => {
                     if let Err(err) = self.decoder.push(&chunk) {
-                        return self.fail(Failure::protocol(format!(
-                            "the upstream stream is unusable: {err}"
-                        )));
+                        return self.fail(unusable(&err));
                     }
                 }
                 Ok(Some(Err(failure))) => return self.fail(failure),
@@ -132,9 +195,29 @@ impl Relay {
         }
     }
 
-    fn fail(&mut self, failure: Failure) -> Option<Result<SseEvent, Failure>> {
+    fn fail(&mut self, failure: Failure) -> Option<Result<SseItem, Failure>> {
         self.done = true;
         Some(Err(failure))
+    }
+
+    fn final_seen(&mut self) {
+        self.finals_seen += 1;
+        self.done = self.finals_seen >= self.finals_expected;
+    }
+
+    /// Whether an event of type `kind` is a final one for this endpoint.
+    fn is_final(&self, kind: Option<&str>) -> bool {
+        match (self.endpoint, kind) {
+            (Endpoint::Generations, Some(kind)) => kind == "image_generation.completed",
+            (Endpoint::Edits, Some(kind)) => kind == "image_edit.completed",
+            (Endpoint::Responses, Some(kind)) => {
+                matches!(
+                    kind,
+                    "response.completed" | "response.failed" | "response.incomplete"
+                )
+            }
+            (_, None) => false,
+        }
     }
 
     fn inspect(&self, event: &SseEvent) -> Seen {
@@ -159,18 +242,11 @@ impl Relay {
                 return Seen::Error(failure.with_final_event(event.clone()));
             }
         }
-        let is_final = match (self.endpoint, probe.kind.as_deref()) {
-            (Endpoint::Generations, Some(kind)) => kind == "image_generation.completed",
-            (Endpoint::Edits, Some(kind)) => kind == "image_edit.completed",
-            (Endpoint::Responses, Some(kind)) => {
-                matches!(
-                    kind,
-                    "response.completed" | "response.failed" | "response.incomplete"
-                )
-            }
-            (_, None) => false,
-        };
-        if is_final { Seen::Final } else { Seen::Relay }
+        if self.is_final(probe.kind.as_deref()) {
+            Seen::Final
+        } else {
+            Seen::Relay
+        }
     }
 }
 
@@ -208,6 +284,10 @@ fn account_failure(data: &str) -> Option<Failure> {
     let error = serde_json::from_str::<Failed>(data).ok()?.response?.error?;
     let failure = classify_error_object(None, &error, &HeaderMap::new(), now_unix_ms());
     matches!(failure.kind, FailureKind::RateLimited { .. }).then_some(failure)
+}
+
+fn unusable(err: &imagegate_codec::sse::SseError) -> Failure {
+    Failure::protocol(format!("the upstream stream is unusable: {err}"))
 }
 
 /// Classifies the data of an error event.

@@ -21,7 +21,7 @@ async fn collect(
     endpoint: Endpoint,
 ) -> Vec<Result<SseEvent, Failure>> {
     let deadline = Duration::from_secs(60);
-    relay_chunks(body, endpoint, 1, deadline_in(deadline))
+    crate::reply::joined_events(relay_chunks(body, endpoint, 1, deadline_in(deadline)))
         .collect()
         .await
 }
@@ -205,12 +205,12 @@ fn paced_body() -> BoxStream<'static, Result<Bytes, Failure>> {
 
 /// Relays [`paced_body`] under a 5 s deadline to a client that takes `pause` with each event.
 async fn relay_to_a_client_pausing(pause: Duration) -> Vec<Result<SseEvent, Failure>> {
-    let mut events = relay_chunks(
+    let mut events = crate::reply::joined_events(relay_chunks(
         paced_body(),
         Endpoint::Generations,
         1,
         deadline_in(Duration::from_secs(5)),
-    );
+    ));
     let mut items = Vec::new();
     while let Some(item) = events.next().await {
         items.push(item);
@@ -279,5 +279,125 @@ async fn a_responses_stream_failing_for_the_request_ends_with_its_final_event() 
     assert_eq!(
         items[1].as_ref().unwrap().event.as_deref(),
         Some("response.failed")
+    );
+}
+
+/// An Images event whose base64 is `image_bytes` long, split into its head, its middle and its end.
+fn large_event(name: &str, image_bytes: usize) -> (String, String) {
+    let data = format!(
+        r#"{{"type":"{name}","b64_json":"{}","usage":{{"total_tokens":7}}}}"#,
+        "A".repeat(image_bytes)
+    );
+    (format!("event: {name}\ndata: {data}\n\n"), data)
+}
+
+#[tokio::test]
+async fn a_large_image_event_is_relayed_in_pieces_as_it_arrives() {
+    let (partial, partial_data) = large_event("image_generation.partial_image", STREAM_EVENTS_OVER * 2);
+    let (done, done_data) = large_event("image_generation.completed", STREAM_EVENTS_OVER * 2);
+    let text = format!("{partial}{done}event: after\ndata: {{}}\n\n");
+    let parts: Vec<&str> = text
+        .as_bytes()
+        .chunks(STREAM_EVENTS_OVER / 2)
+        .map(|piece| std::str::from_utf8(piece).unwrap())
+        .collect();
+    let items: Vec<SseItem> = relay_chunks(
+        chunks(&parts),
+        Endpoint::Generations,
+        1,
+        deadline_in(Duration::from_secs(60)),
+    )
+    .map(Result::unwrap)
+    .collect()
+    .await;
+    let largest_piece = items
+        .iter()
+        .filter_map(|item| match item {
+            SseItem::Data(piece) => Some(piece.len()),
+            _ => None,
+        })
+        .max()
+        .unwrap();
+    assert!(
+        largest_piece <= STREAM_EVENTS_OVER * 2,
+        "no piece holds a whole image: {largest_piece}"
+    );
+    let names: Vec<&str> = items
+        .iter()
+        .filter_map(|item| match item {
+            SseItem::Opened { event, .. } => Some(event.as_str()),
+            SseItem::Closed => Some("closed"),
+            SseItem::Event(_) => Some("whole"),
+            SseItem::Data(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "image_generation.partial_image",
+            "closed",
+            "image_generation.completed",
+            "closed"
+        ],
+        "both come in pieces, and the final one ends the stream"
+    );
+    let joined: Vec<SseEvent> = crate::reply::joined_events(stream::iter(items.into_iter().map(Ok)).boxed())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(
+        joined,
+        vec![
+            event("image_generation.partial_image", &partial_data),
+            event("image_generation.completed", &done_data)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_stream_ending_inside_an_open_event_fails_even_after_a_final_one() {
+    let (done, _) = large_event("image_generation.completed", STREAM_EVENTS_OVER * 2);
+    let (second, _) = large_event("image_generation.completed", STREAM_EVENTS_OVER * 2);
+    let cut = &second[..second.len() / 2];
+    let items: Vec<Result<SseItem, Failure>> = relay_chunks(
+        chunks(&[done.as_str(), cut]),
+        Endpoint::Generations,
+        2,
+        deadline_in(Duration::from_secs(60)),
+    )
+    .collect()
+    .await;
+    let last = items.last().unwrap();
+    assert!(
+        matches!(last, Err(failure) if failure.kind == FailureKind::Transient),
+        "{:?}",
+        last.as_ref().err()
+    );
+    assert!(
+        matches!(items.get(items.len() - 2), Some(Ok(SseItem::Data(_)))),
+        "the failure follows a piece of the open event"
+    );
+}
+
+#[tokio::test]
+async fn errors_and_responses_events_stay_whole_however_large() {
+    let (error, _) = large_event("error", STREAM_EVENTS_OVER * 2);
+    let items = collect(chunks(&[error.as_str()]), Endpoint::Generations).await;
+    assert!(
+        matches!(&items[..], [Err(_)]),
+        "the error event was read whole and classified"
+    );
+    let (completed, completed_data) = large_event("response.completed", STREAM_EVENTS_OVER * 2);
+    let items: Vec<Result<SseItem, Failure>> = relay_chunks(
+        chunks(&[&completed[..100], &completed[100..]]),
+        Endpoint::Responses,
+        1,
+        deadline_in(Duration::from_secs(60)),
+    )
+    .collect()
+    .await;
+    assert!(
+        matches!(&items[..], [Ok(SseItem::Event(event))] if event.data == completed_data),
+        "a Responses event comes whole"
     );
 }

@@ -103,7 +103,7 @@ pub async fn json_body(reply: Reply) -> Bytes {
 
 pub async fn events(reply: Reply) -> Vec<Result<SseEvent, Failure>> {
     match reply {
-        Reply::Events(stream) => stream.collect().await,
+        Reply::Events(stream) => imagegate_upstream::joined_events(stream).collect().await,
         Reply::Json { .. } | Reply::JsonStream(_) => panic!("expected an event stream"),
     }
 }
