@@ -420,8 +420,11 @@ async fn a_stream_cut_inside_an_image_event_cuts_the_client_after_the_whole_even
         .unwrap();
     assert_eq!(name, "image_generation.partial_image");
     serde_json::from_str::<Value>(data).expect("the first event is whole");
+    // Then as much of the second as was written before the cut (hyper may drop what it had not
+    // sent yet), and no error frame.
+    let opening = "event: image_generation.partial_image\ndata: {";
     assert!(
-        rest.starts_with("event: image_generation.partial_image\ndata: {") && !rest.contains("\n\n"),
+        (rest.starts_with(opening) || opening.starts_with(rest)) && !rest.contains("\n\n"),
         "then part of the second, and nothing after it: {:.200}",
         rest
     );

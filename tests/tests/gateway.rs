@@ -102,11 +102,20 @@ async fn streaming_generation_sends_partials_then_the_completed_image() {
     let completed = &events[2].1;
     let image = decode_png(completed["b64_json"].as_str().unwrap());
     assert_eq!((image.width(), image.height()), (1024, 1024));
-    assert!(completed["usage"]["total_tokens"].as_u64().unwrap() > 0);
+    let total = completed["usage"]["total_tokens"].as_u64().unwrap();
+    assert!(total > 0);
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["stream"], true);
     assert_eq!(records[0]["status"], 200);
-    assert!(records[0]["tokens"]["total"].as_u64().unwrap() > 0);
+    // The completed image (about 1.6 MB) came through in pieces; its usage was scanned on the way.
+    assert_eq!(
+        records[0]["tokens"]["total"].as_u64().unwrap(),
+        total,
+        "{:?}",
+        records[0]
+    );
+    assert_eq!(records[0]["images"], 1, "{:?}", records[0]);
+    assert_eq!(records[0]["size_produced"], "1024x1024", "{:?}", records[0]);
 }
 
 fn edit_form(stream: bool) -> reqwest::multipart::Form {

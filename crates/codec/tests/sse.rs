@@ -422,3 +422,27 @@ fn a_large_typed_event_comes_in_pieces_between_whole_events() {
     );
     assert_eq!(error.data, image);
 }
+
+#[test]
+fn an_open_event_cannot_change_its_type_or_outgrow_the_bound() {
+    let mut decoder = SseDecoder::with_max_event_bytes(100).stream_events_over(8);
+    decoder
+        .push(b"event: image_generation.partial_image\ndata: AAAAAAAAAAAA")
+        .unwrap();
+    assert_eq!(
+        decoder.push(b"\nevent: error\n\n"),
+        Err(SseError::TypeChangedInOpenEvent),
+        "an error cannot hide behind the type the event opened with"
+    );
+    let mut decoder = SseDecoder::with_max_event_bytes(100).stream_events_over(8);
+    decoder.push(b"event: image\ndata: ").unwrap();
+    let mut refused = None;
+    for _ in 0..20 {
+        if let Err(err) = decoder.push(b"AAAAAAAAAA") {
+            refused = Some(err);
+            break;
+        }
+        while decoder.pop_item().is_some() {}
+    }
+    assert_eq!(refused, Some(SseError::EventTooLarge { limit: 100 }));
+}

@@ -50,6 +50,9 @@ pub enum SseError {
         /// The bound in bytes.
         limit: usize,
     },
+    /// An `event:` line changed the type of an event already yielded in pieces under another.
+    #[error("an event's type changed after its data began to be relayed")]
+    TypeChangedInOpenEvent,
 }
 
 /// Decoder state: feed chunks with [`SseDecoder::push`], take events with [`SseDecoder::pop`].
@@ -82,6 +85,8 @@ pub struct SseDecoder {
     stream_over: Option<usize>,
     /// An event is being yielded in pieces.
     open: bool,
+    /// Data bytes of the open event already yielded (they count against `max_event_bytes`).
+    passed: usize,
 }
 
 impl Default for SseDecoder {
@@ -113,6 +118,7 @@ impl SseDecoder {
             max_event_bytes,
             stream_over: None,
             open: false,
+            passed: 0,
         }
     }
 
@@ -192,6 +198,7 @@ impl SseDecoder {
         }
         let rest = self.data.split_off(piece);
         let piece = std::mem::replace(&mut self.data, rest);
+        self.passed = self.passed.saturating_add(piece.len());
         self.ready.push_back(SseItem::Data(Bytes::from(piece)));
     }
 
@@ -258,7 +265,7 @@ impl SseDecoder {
     }
 
     fn check_size(&self) -> Result<(), SseError> {
-        if self.line.len() + self.data.len() > self.max_event_bytes {
+        if self.line.len() + self.data.len() + self.passed > self.max_event_bytes {
             return Err(SseError::EventTooLarge {
                 limit: self.max_event_bytes,
             });
@@ -296,6 +303,9 @@ impl SseDecoder {
         }
         let value = text(value);
         match name {
+            b"event" if self.open && value != self.event_type => {
+                return Err(SseError::TypeChangedInOpenEvent);
+            }
             b"event" => self.event_type = value.into_owned(),
             b"id" if !value.contains('\0') => self.last_id = Some(value.into_owned()),
             b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
@@ -313,6 +323,7 @@ impl SseDecoder {
             self.event_type.clear();
             self.has_data = false;
             self.open = false;
+            self.passed = 0;
             self.ready.push_back(SseItem::Closed);
             return;
         }

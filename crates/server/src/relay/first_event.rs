@@ -39,7 +39,10 @@ impl FirstEventWait {
 
 /// `reply` once its first telling event is in (it and the lifecycle events held before it are put
 /// back in front of the rest), or once `wait` passed without one; a stream whose items before it
-/// end in a failure, or that ends first, is that failure. Other replies are returned as they are.
+/// end in a failure, or that ends first, is that failure. An event relayed in pieces tells once it
+/// closes: an upstream failing halfway through its first image is failed over like one failing
+/// before it (at the cost of holding that one image's pieces, and of its first bytes waiting for
+/// its last). Other replies are returned as they are.
 async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
     let Reply::Events(mut events) = reply else {
         return Ok(reply);
@@ -68,11 +71,11 @@ async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
     Ok(Reply::Events(futures::stream::iter(held).chain(events).boxed()))
 }
 
-/// A Responses event that says the call goes on but carries no output yet. (The start of an event
-/// relayed in pieces is an image's: it tells.)
+/// A Responses event that says the call goes on but carries no output yet, or an event relayed in
+/// pieces that has not closed yet.
 fn is_lifecycle(item: &SseItem) -> bool {
     let SseItem::Event(event) = item else {
-        return false;
+        return !matches!(item, SseItem::Closed);
     };
     matches!(
         event.event.as_deref(),
@@ -118,30 +121,55 @@ mod tests {
             .await
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_start_of_an_event_relayed_in_pieces_tells() {
-        let slow_rest = stream::once(async {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            Ok(SseItem::Closed)
-        });
-        let events = stream::iter([
+    fn opened_image() -> [Result<SseItem, Failure>; 2] {
+        [
             Ok(SseItem::Opened {
                 event: "image_generation.partial_image".to_owned(),
                 id: None,
             }),
             Ok(SseItem::Data(bytes::Bytes::from_static(b"{\"b64_json\":\"AAAA"))),
-        ])
-        .chain(slow_rest)
-        .boxed();
+        ]
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_relayed_in_pieces_tells_once_it_closes() {
+        let slow_rest = stream::once(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(SseItem::Closed)
+        });
+        let events = stream::iter(opened_image())
+            .chain(slow_rest)
+            .chain(stream::iter([Ok(event("next"))]))
+            .boxed();
         let started = tokio::time::Instant::now();
-        let reply = settle(Reply::Events(events), Duration::from_secs(2))
+        let reply = settle(Reply::Events(events), Duration::from_secs(5))
             .await
             .unwrap();
-        assert_eq!(started.elapsed(), Duration::ZERO, "settled on the first piece");
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(1),
+            "settled when it closed"
+        );
         assert_eq!(
             names(reply).await,
-            ["opened image_generation.partial_image", "17 bytes", "closed"]
+            [
+                "opened image_generation.partial_image",
+                "17 bytes",
+                "closed",
+                "next"
+            ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_stream_failing_inside_its_first_image_is_a_failed_call() {
+        let events = stream::iter(opened_image())
+            .chain(stream::iter([Err(Failure::new(FailureKind::Transient, "reset"))]))
+            .boxed();
+        let failure = settle(Reply::Events(events), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(failure.message, "reset", "failed over, not relayed");
     }
 
     #[tokio::test]

@@ -94,6 +94,20 @@ pub fn relay_events(
                 }
                 Some((Ok(frame), relay))
             }
+            None if relay.open.is_some() => {
+                // The upstream crate fails such a stream itself; should one end here anyway, the
+                // client has part of an event and is cut off all the same.
+                let failure = Failure::transient("the upstream stream ended in the middle of an event");
+                relay.done = true;
+                if let Some(usage) = relay.usage.as_mut() {
+                    usage.upstream_closed();
+                }
+                if let Some(held) = &relay.held {
+                    held.record(&crate::relay::outcome_of(&failure)).await;
+                }
+                relay.finish(Some(&failure));
+                Some((Err(CutShort), relay))
+            }
             None => {
                 if let Some(usage) = relay.usage.as_mut() {
                     usage.upstream_closed();
@@ -132,7 +146,11 @@ impl Relay {
                 data_piece(piece)
             }
             SseItem::Closed => {
-                if let Some(Some(scanner)) = self.open.take() {
+                // As for a whole event, whose data must parse: a cut or malformed image records
+                // nothing.
+                if let Some(Some(scanner)) = self.open.take()
+                    && scanner.is_complete()
+                {
                     self.record_completed(&scanner.into_summary());
                 }
                 Bytes::from_static(b"\n\n")
