@@ -137,3 +137,17 @@ impl Setup {
         assert!(status.is_success(), "scripting a fault failed: {status}");
     }
 }
+
+/// The body's bytes as far as they came, and whether the connection broke before its end.
+pub async fn read_until_cut(response: reqwest::Response) -> (Vec<u8>, bool) {
+    use futures::StreamExt as _;
+    let mut body = response.bytes_stream();
+    let mut received = Vec::new();
+    while let Some(chunk) = body.next().await {
+        match chunk {
+            Ok(chunk) => received.extend_from_slice(&chunk),
+            Err(_) => return (received, true),
+        }
+    }
+    (received, false)
+}

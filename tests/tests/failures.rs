@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{credential, setup, setup_custom, setup_with, setup_with_config};
+use common::{credential, read_until_cut, setup, setup_custom, setup_with, setup_with_config};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -399,18 +399,7 @@ async fn a_stream_cut_inside_an_image_event_cuts_the_client_after_the_whole_even
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let mut body = response.bytes_stream();
-    let mut received = Vec::new();
-    let mut cut = false;
-    while let Some(chunk) = body.next().await {
-        match chunk {
-            Ok(chunk) => received.extend_from_slice(&chunk),
-            Err(_) => {
-                cut = true;
-                break;
-            }
-        }
-    }
+    let (received, cut) = read_until_cut(response).await;
     let text = String::from_utf8(received).unwrap();
     assert!(cut, "the stream ended cleanly: {:.300}", text);
     let (whole, rest) = text.split_once("\n\n").unwrap();

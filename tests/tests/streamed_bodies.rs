@@ -7,7 +7,7 @@
 mod common;
 
 use base64::Engine as _;
-use common::{setup, setup_with_config};
+use common::{read_until_cut, setup, setup_with_config};
 use futures::StreamExt;
 use imagegate_e2e::png_noise;
 use serde_json::{Value, json};
@@ -15,19 +15,6 @@ use serde_json::{Value, json};
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     hex::encode(sha2::Sha256::digest(bytes))
-}
-
-/// The body's bytes as far as they came, and whether the connection broke before its end.
-async fn read_until_cut(response: reqwest::Response) -> (Vec<u8>, bool) {
-    let mut body = response.bytes_stream();
-    let mut received = Vec::new();
-    while let Some(chunk) = body.next().await {
-        match chunk {
-            Ok(chunk) => received.extend_from_slice(&chunk),
-            Err(_) => return (received, true),
-        }
-    }
-    (received, false)
 }
 
 #[tokio::test]

@@ -78,35 +78,15 @@ pub fn relay_events(
                 Some((Ok(frame), relay))
             }
             Some(Err(failure)) => {
-                relay.done = true;
-                if let Some(usage) = relay.usage.as_mut() {
-                    usage.upstream_closed();
-                }
-                if let Some(held) = &relay.held {
-                    held.record(&crate::relay::outcome_of(&failure)).await;
-                }
-                let cut = relay.open.is_some();
-                let frame = relay.error_frame(&failure);
-                relay.finish(Some(&failure));
-                if cut {
-                    tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of an event");
-                    return Some((Err(CutShort), relay));
-                }
-                Some((Ok(frame), relay))
+                let frame = relay.fail(&failure).await;
+                Some((frame, relay))
             }
             None if relay.open.is_some() => {
                 // The upstream crate fails such a stream itself; should one end here anyway, the
                 // client has part of an event and is cut off all the same.
                 let failure = Failure::transient("the upstream stream ended in the middle of an event");
-                relay.done = true;
-                if let Some(usage) = relay.usage.as_mut() {
-                    usage.upstream_closed();
-                }
-                if let Some(held) = &relay.held {
-                    held.record(&crate::relay::outcome_of(&failure)).await;
-                }
-                relay.finish(Some(&failure));
-                Some((Err(CutShort), relay))
+                let frame = relay.fail(&failure).await;
+                Some((frame, relay))
             }
             None => {
                 if let Some(usage) = relay.usage.as_mut() {
@@ -123,6 +103,26 @@ pub fn relay_events(
 }
 
 impl Relay {
+    /// Ends the stream on `failure`, recorded on the account and in the usage record: with an error
+    /// frame, or, inside an event relayed in pieces, by cutting the client's connection.
+    async fn fail(&mut self, failure: &Failure) -> Result<Bytes, CutShort> {
+        self.done = true;
+        if let Some(usage) = self.usage.as_mut() {
+            usage.upstream_closed();
+        }
+        if let Some(held) = &self.held {
+            held.record(&crate::relay::outcome_of(failure)).await;
+        }
+        let ending = if self.open.is_some() {
+            tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of an event");
+            Err(CutShort)
+        } else {
+            Ok(self.error_frame(failure))
+        };
+        self.finish(Some(failure));
+        ending
+    }
+
     /// The frame of `item`, noting what it tells of the usage.
     fn frame_item(&mut self, item: SseItem) -> Bytes {
         match item {
@@ -150,25 +150,19 @@ impl Relay {
                 // nothing.
                 if let Some(Some(scanner)) = self.open.take()
                     && scanner.is_complete()
+                    && let Some(usage) = self.usage.as_mut()
                 {
-                    self.record_completed(&scanner.into_summary());
+                    let summary = scanner.into_summary();
+                    record_image(
+                        usage,
+                        summary.size.as_deref(),
+                        summary.quality.as_deref(),
+                        summary.output_format.as_deref(),
+                        summary.usage.as_ref(),
+                    );
                 }
                 Bytes::from_static(b"\n\n")
             }
-        }
-    }
-
-    /// Records what a completed image event's scan found.
-    fn record_completed(&mut self, summary: &imagegate_codec::usage_scan::ResponseSummary) {
-        let Some(usage) = self.usage.as_mut() else { return };
-        usage.produced(
-            summary.size.as_deref(),
-            summary.quality.as_deref(),
-            summary.output_format.as_deref(),
-            1,
-        );
-        if let Some(tokens) = &summary.usage {
-            usage.usage(tokens);
         }
     }
 
@@ -178,15 +172,13 @@ impl Relay {
             StreamKind::Images if names_a_completed_image(event) => {
                 if let Ok(done) = serde_json::from_str::<ImageCompleted>(&event.data) {
                     if done.kind.ends_with(".completed") {
-                        usage.produced(
+                        record_image(
+                            usage,
                             done.size.as_deref(),
                             done.quality.as_deref(),
                             done.output_format.as_deref(),
-                            1,
+                            done.usage.as_ref(),
                         );
-                        if let Some(tokens) = &done.usage {
-                            usage.usage(tokens);
-                        }
                     }
                 }
             }
@@ -250,6 +242,20 @@ impl Relay {
                 }
             }
         }
+    }
+}
+
+/// Records one completed image of an Images stream, whole or relayed in pieces.
+fn record_image(
+    usage: &mut UsageRecorder,
+    size: Option<&str>,
+    quality: Option<&str>,
+    output_format: Option<&str>,
+    tokens: Option<&imagegate_domain::Usage>,
+) {
+    usage.produced(size, quality, output_format, 1);
+    if let Some(tokens) = tokens {
+        usage.usage(tokens);
     }
 }
 

@@ -151,27 +151,11 @@ impl Relay {
                     }
                 };
             }
-            if self.open.is_some() {
-                // Only the end of the event can be awaited now: neither the deadline nor the end
-                // of the body end the stream quietly.
-                match timeout_at(self.clock.at(), self.body.next()).await {
-                    Err(_elapsed) => return self.fail(self.clock.failure()),
-                    Ok(Some(Ok(chunk))) => {
-                        if let Err(err) = self.decoder.push(&chunk) {
-                            return self.fail(unusable(&err));
-                        }
-                    }
-                    Ok(Some(Err(failure))) => return self.fail(failure),
-                    Ok(None) => {
-                        return self.fail(Failure::transient(
-                            "the upstream stream ended in the middle of an event",
-                        ));
-                    }
-                }
-                continue;
-            }
+            // Inside an open event only its end can come next: neither the deadline nor the end of
+            // the body end the stream quietly then.
+            let may_end = self.finals_seen > 0 && self.open.is_none();
             match timeout_at(self.clock.at(), self.body.next()).await {
-                Err(_elapsed) if self.finals_seen > 0 => {
+                Err(_) | Ok(None) if may_end => {
                     self.done = true;
                     return None;
                 }
@@ -182,14 +166,13 @@ impl Relay {
                     }
                 }
                 Ok(Some(Err(failure))) => return self.fail(failure),
-                Ok(None) if self.finals_seen > 0 => {
-                    self.done = true;
-                    return None;
-                }
                 Ok(None) => {
-                    return self.fail(Failure::transient(
-                        "the upstream stream ended before its final event",
-                    ));
+                    let message = if self.open.is_some() {
+                        "the upstream stream ended in the middle of an event"
+                    } else {
+                        "the upstream stream ended before its final event"
+                    };
+                    return self.fail(Failure::transient(message));
                 }
             }
         }
