@@ -1,7 +1,9 @@
 //! CPU time by CPU over the measured windows, from `/proc/stat`. With the CPUs shared out by
 //! pinning (the relay on one, the load generator and the simulator on the other), this shows on
 //! which CPU a relay's cost lands, and whether the CPU that limits the floor is the one that
-//! limits the relay.
+//! limits the relay. With them come the interprocessor interrupts each CPU received
+//! (`/proc/interrupts`: rescheduling and function-call IPIs), which count the wakeups another CPU
+//! sent it: a request or an answer crossing CPUs.
 
 use serde::Serialize;
 
@@ -22,6 +24,8 @@ struct Ticks {
     idle: u64,
     /// Time the hypervisor ran something else while this CPU wanted to run.
     steal: u64,
+    /// Rescheduling and function-call interrupts received (a count, not ticks).
+    ipis: u64,
 }
 
 impl Ticks {
@@ -33,6 +37,7 @@ impl Ticks {
             irq: self.irq.saturating_sub(earlier.irq),
             idle: self.idle.saturating_sub(earlier.idle),
             steal: self.steal.saturating_sub(earlier.steal),
+            ipis: self.ipis.saturating_sub(earlier.ipis),
         }
     }
 
@@ -44,6 +49,7 @@ impl Ticks {
             irq: self.irq + other.irq,
             idle: self.idle + other.idle,
             steal: self.steal + other.steal,
+            ipis: self.ipis + other.ipis,
         }
     }
 }
@@ -53,15 +59,22 @@ impl Ticks {
 pub struct Snapshot(Vec<Ticks>);
 
 impl Snapshot {
-    /// The counters now; empty where `/proc/stat` cannot be read.
+    /// The counters now; empty where `/proc/stat` cannot be read, and without IPIs where
+    /// `/proc/interrupts` cannot.
     pub fn read() -> Self {
-        Self::parse(&std::fs::read_to_string("/proc/stat").unwrap_or_default())
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        Self::parse(&read("/proc/stat"), &read("/proc/interrupts"))
     }
 
     /// The per-CPU lines (`cpuN user nice system idle iowait irq softirq steal ...`) of a
-    /// `/proc/stat` text; the `cpu` total line and anything unreadable are skipped.
-    pub fn parse(stat: &str) -> Self {
+    /// `/proc/stat` text, the `cpu` total line and anything unreadable skipped, with each CPU's
+    /// IPIs from the `RES` and `CAL` rows of a `/proc/interrupts` text.
+    pub fn parse(stat: &str, interrupts: &str) -> Self {
+        let ipis = ipis_by_column(interrupts);
         let mut cpus: Vec<Ticks> = stat.lines().filter_map(cpu_line).collect();
+        for ticks in &mut cpus {
+            ticks.ipis = ipis.get(&ticks.cpu).copied().unwrap_or(0);
+        }
         cpus.sort_by_key(|ticks| ticks.cpu);
         Self(cpus)
     }
@@ -92,7 +105,35 @@ fn cpu_line(line: &str) -> Option<Ticks> {
         idle: field(3) + field(4),
         irq: field(5) + field(6),
         steal: field(7),
+        ipis: 0,
     })
+}
+
+/// The rescheduling (`RES`) and function-call (`CAL`) IPIs of each CPU in a `/proc/interrupts`
+/// text, by CPU number. Its header names the columns (`CPU0 CPU1 ...`, online CPUs only); a row
+/// is its name and one count per column.
+fn ipis_by_column(interrupts: &str) -> std::collections::BTreeMap<usize, u64> {
+    let mut lines = interrupts.lines();
+    let columns: Vec<usize> = lines
+        .next()
+        .map(|header| {
+            header
+                .split_whitespace()
+                .filter_map(|name| name.strip_prefix("CPU")?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut ipis = std::collections::BTreeMap::new();
+    for line in lines {
+        let mut fields = line.split_whitespace();
+        if !matches!(fields.next(), Some("RES:" | "CAL:")) {
+            continue;
+        }
+        for (cpu, count) in columns.iter().zip(fields.map_while(|f| f.parse::<u64>().ok())) {
+            *ipis.entry(*cpu).or_insert(0) += count;
+        }
+    }
+    ipis
 }
 
 /// Ticks each CPU spent over one or more windows; empty when the counters could not be read.
@@ -131,6 +172,7 @@ impl Spent {
                 irq_ms: ms(ticks.irq),
                 idle_ms: ms(ticks.idle),
                 steal_ms: ms(ticks.steal),
+                ipis: ticks.ipis as f64 / answers as f64,
             })
             .collect()
     }
@@ -153,6 +195,8 @@ pub struct CpuUse {
     pub idle_ms: f64,
     /// Taken by the hypervisor.
     pub steal_ms: f64,
+    /// Rescheduling and function-call IPIs received (wakeups sent from another CPU), per answer.
+    pub ipis: f64,
 }
 
 impl CpuUse {
@@ -193,7 +237,7 @@ mod tests {
 
     #[test]
     fn per_cpu_lines_are_read_in_cpu_order_and_the_total_is_skipped() {
-        let snapshot = Snapshot::parse(BEFORE);
+        let snapshot = Snapshot::parse(BEFORE, "");
         assert_eq!(snapshot.0.len(), 2);
         assert_eq!(
             snapshot.0[1],
@@ -204,13 +248,14 @@ mod tests {
                 irq: 5,
                 idle: 101,
                 steal: 0,
+                ipis: 0,
             }
         );
     }
 
     #[test]
     fn a_window_is_divided_among_its_answers() {
-        let spent = Snapshot::parse(AFTER).since(&Snapshot::parse(BEFORE));
+        let spent = Snapshot::parse(AFTER, "").since(&Snapshot::parse(BEFORE, ""));
         let per_answer = spent.per_answer(100);
         assert_eq!(per_answer.len(), 2);
         let client = per_answer[1];
@@ -228,7 +273,7 @@ mod tests {
 
     #[test]
     fn windows_add_up() {
-        let one = Snapshot::parse(AFTER).since(&Snapshot::parse(BEFORE));
+        let one = Snapshot::parse(AFTER, "").since(&Snapshot::parse(BEFORE, ""));
         let mut pooled = Spent::default();
         pooled.add(&one);
         pooled.add(&one);
@@ -238,20 +283,20 @@ mod tests {
     #[test]
     fn nothing_to_divide_gives_nothing() {
         assert!(
-            Snapshot::parse("")
-                .since(&Snapshot::parse(""))
+            Snapshot::parse("", "")
+                .since(&Snapshot::parse("", ""))
                 .per_answer(5)
                 .is_empty()
         );
-        let spent = Snapshot::parse(AFTER).since(&Snapshot::parse(BEFORE));
+        let spent = Snapshot::parse(AFTER, "").since(&Snapshot::parse(BEFORE, ""));
         assert!(spent.per_answer(0).is_empty());
-        assert!(Snapshot::parse("cpu0 1 2\ncpuX 1 2 3 4\n").0.is_empty());
+        assert!(Snapshot::parse("cpu0 1 2\ncpuX 1 2 3 4\n", "").0.is_empty());
     }
 
     #[test]
     fn stolen_time_counts_in_the_window_but_not_as_busy_or_idle() {
-        let before = Snapshot::parse("cpu0 0 0 0 0 0 0 0 0\n");
-        let after = Snapshot::parse("cpu0 50 0 10 30 0 0 0 10\n");
+        let before = Snapshot::parse("cpu0 0 0 0 0 0 0 0 0\n", "");
+        let after = Snapshot::parse("cpu0 50 0 10 30 0 0 0 10\n", "");
         let use_ = after.since(&before).per_answer(10)[0];
         assert_eq!((use_.busy_ms(), use_.steal_ms), (60.0, 10.0));
         assert!((use_.idle_percent() - 30.0).abs() < 1e-9);
@@ -261,15 +306,48 @@ mod tests {
     #[test]
     fn cpus_keep_their_numbers_across_gaps_and_changes() {
         // CPU 1 offline: CPU 2 stays CPU 2, and a CPU missing from one snapshot is left out.
-        let before = Snapshot::parse("cpu0 1 0 0 1\ncpu2 1 0 0 1\ncpu3 1 0 0 1\n");
-        let after = Snapshot::parse("cpu2 11 0 0 1\ncpu0 3 0 0 1\n");
+        let before = Snapshot::parse("cpu0 1 0 0 1\ncpu2 1 0 0 1\ncpu3 1 0 0 1\n", "");
+        let after = Snapshot::parse("cpu2 11 0 0 1\ncpu0 3 0 0 1\n", "");
         let spent = after.since(&before);
         let cpus: Vec<(usize, f64)> = spent.per_answer(1).iter().map(|c| (c.cpu, c.user_ms)).collect();
         assert_eq!(cpus, vec![(0, 20.0), (2, 100.0)]);
         let mut pooled = Spent::default();
-        pooled.add(&Snapshot::parse("cpu2 5 0 0 0\n").since(&Snapshot::parse("cpu2 0 0 0 0\n")));
+        pooled.add(&Snapshot::parse("cpu2 5 0 0 0\n", "").since(&Snapshot::parse("cpu2 0 0 0 0\n", "")));
         pooled.add(&spent);
         let cpus: Vec<(usize, f64)> = pooled.per_answer(1).iter().map(|c| (c.cpu, c.user_ms)).collect();
         assert_eq!(cpus, vec![(0, 20.0), (2, 150.0)]);
+    }
+
+    const INTERRUPTS_BEFORE: &str = "            CPU0       CPU1       \n\
+        \x20 0:         41          0   IO-APIC   2-edge      timer\n\
+        NMI:          0          0   Non-maskable interrupts\n\
+        RES:        100        200   Rescheduling interrupts\n\
+        CAL:         10         20   Function call interrupts\n\
+        TLB:          5          5   TLB shootdowns\n";
+    const INTERRUPTS_AFTER: &str = "            CPU0       CPU1       \n\
+        RES:        130        400   Rescheduling interrupts\n\
+        CAL:         10        120   Function call interrupts\n\
+        TLB:          9          9   TLB shootdowns\n";
+
+    #[test]
+    fn rescheduling_and_function_call_ipis_are_counted_per_cpu_and_answer() {
+        let spent =
+            Snapshot::parse(AFTER, INTERRUPTS_AFTER).since(&Snapshot::parse(BEFORE, INTERRUPTS_BEFORE));
+        let ipis: Vec<(usize, f64)> = spent.per_answer(10).iter().map(|c| (c.cpu, c.ipis)).collect();
+        // CPU 0: 30 RES; CPU 1: 200 RES + 100 CAL; timer and TLB rows do not count.
+        assert_eq!(ipis, vec![(0, 3.0), (1, 30.0)]);
+    }
+
+    #[test]
+    fn ipis_follow_the_header_columns_and_are_absent_without_the_file() {
+        // CPU 1 offline: the second column is CPU 2.
+        let snapshot = Snapshot::parse(
+            "cpu0 1 0 0 1\ncpu2 1 0 0 1\n",
+            "    CPU0   CPU2\nRES:  7  9  Rescheduling interrupts\n",
+        );
+        let ipis: Vec<(usize, u64)> = snapshot.0.iter().map(|t| (t.cpu, t.ipis)).collect();
+        assert_eq!(ipis, vec![(0, 7), (2, 9)]);
+        let without = Snapshot::parse("cpu0 1 0 0 1\n", "");
+        assert_eq!(without.0[0].ipis, 0);
     }
 }

@@ -495,8 +495,8 @@ mod tests {
     #[test]
     fn pooled_cpu_time_is_divided_among_every_round_s_answers() {
         let spent = |busy: u64| {
-            let before = Snapshot::parse("cpu0 0 0 0 0\ncpu1 0 0 0 0\n");
-            let after = Snapshot::parse(&format!("cpu0 0 0 0 100\ncpu1 {busy} 0 0 0\n"));
+            let before = Snapshot::parse("cpu0 0 0 0 0\ncpu1 0 0 0 0\n", "");
+            let after = Snapshot::parse(&format!("cpu0 0 0 0 100\ncpu1 {busy} 0 0 0\n"), "");
             after.since(&before)
         };
         let tally = |ok: u64| Tally {

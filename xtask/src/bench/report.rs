@@ -452,11 +452,11 @@ fn render_cpu(out: &mut String, runs: &[Run], pinned: bool) {
     }
     let _ = writeln!(
         out,
-        "CPU time per answer over the measured windows, ms, by CPU: busy = user + kernel + interrupts (`/proc/stat`, the whole machine; 10 ms ticks); idle and the time the hypervisor took (stolen) are shares of the whole window. CPU {server} runs the relay (and, in the \"sim on the gateway's CPU\" rows, the simulator); CPU {client} runs the load generator and the simulator. Where CPU {client} has no idle time it limits the throughput, and the last column is what the relay costs it per answer:\n"
+        "CPU time per answer over the measured windows, ms, by CPU: busy = user + kernel + interrupts (`/proc/stat`, the whole machine; 10 ms ticks); idle and the time the hypervisor took (stolen) are shares of the whole window. CPU {server} runs the relay (and, in the \"sim on the gateway's CPU\" rows, the simulator); CPU {client} runs the load generator and the simulator. IPIs are the rescheduling and function-call interrupts a CPU received (`/proc/interrupts`), each a wakeup sent from the other CPU: a request or an answer crossing over. Where CPU {client} has no idle time it limits the throughput, and the last column is what the relay costs it per answer:\n"
     );
     let _ = writeln!(
         out,
-        "| size | concurrency | target | CPU {server} busy (user / kernel / irq) | CPU {server} idle | CPU {client} busy (user / kernel / irq) | CPU {client} idle | CPU {client} busy vs floor |\n|---|---|---|---|---|---|---|---|"
+        "| size | concurrency | target | CPU {server} busy (user / kernel / irq) | CPU {server} idle | CPU {client} busy (user / kernel / irq) | CPU {client} idle | IPIs per answer, CPU {server} / CPU {client} | CPU {client} busy vs floor |\n|---|---|---|---|---|---|---|---|---|"
     );
     let busy = |cpu: Option<CpuUse>| {
         cpu.map_or("–".to_owned(), |c| {
@@ -485,9 +485,10 @@ fn render_cpu(out: &mut String, runs: &[Run], pinned: bool) {
             }
             _ => "–".to_owned(),
         };
+        let ipis = |cpu: Option<CpuUse>| cpu.map_or("–".to_owned(), |c| format!("{:.1}", c.ipis));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {versus} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {versus} |",
             run.size,
             run.concurrency,
             run.target.label(),
@@ -495,6 +496,8 @@ fn render_cpu(out: &mut String, runs: &[Run], pinned: bool) {
             idle(cpu_of(run, server)),
             busy(own),
             idle(own),
+            ipis(cpu_of(run, server)),
+            ipis(own),
         );
     }
     out.push('\n');

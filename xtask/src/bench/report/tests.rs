@@ -229,6 +229,7 @@ fn a_missed_image_target_says_which_cpu_paid_for_it() {
                 cpu: 1,
                 user_ms: client_busy * 0.75,
                 system_ms: client_busy * 0.25,
+                ipis: if relay_busy > 0.0 { 2.5 } else { 0.0 },
                 ..CpuUse::default()
             },
         ]
@@ -257,15 +258,15 @@ fn a_missed_image_target_says_which_cpu_paid_for_it() {
     );
     let md = render(&report);
     assert!(
-        md.contains("| 1024x1024 | 16 | imagegate | 0.25 (0.25 / 0.00 / 0.00) | 80% | 1.50 (1.12 / 0.38 / 0.00) | 0% | +0.30 ms (+25.0%) |"),
+        md.contains("| 1024x1024 | 16 | imagegate | 0.25 (0.25 / 0.00 / 0.00) | 80% | 1.50 (1.12 / 0.38 / 0.00) | 0% | 0.0 / 2.5 | +0.30 ms (+25.0%) |"),
         "{md}"
     );
     assert!(
-        md.contains("| 1024x1024 | 16 | floor (sim) | 0.00 (0.00 / 0.00 / 0.00) | 100% | 1.20 (0.90 / 0.30 / 0.00) | 0% | – |"),
+        md.contains("| 1024x1024 | 16 | floor (sim) | 0.00 (0.00 / 0.00 / 0.00) | 100% | 1.20 (0.90 / 0.30 / 0.00) | 0% | 0.0 / 0.0 | – |"),
         "{md}"
     );
     assert!(
-        md.contains("| 1024x1024 | 16 | floor, sim on the gateway's CPU | 1.10 (1.10 / 0.00 / 0.00) | 48% | 0.30 (0.22 / 0.07 / 0.00) | 0% | – |"),
+        md.contains("| 1024x1024 | 16 | floor, sim on the gateway's CPU | 1.10 (1.10 / 0.00 / 0.00) | 48% | 0.30 (0.22 / 0.07 / 0.00) | 0% | 0.0 / 2.5 | – |"),
         "the cross-CPU floor is no relay: {md}"
     );
 
