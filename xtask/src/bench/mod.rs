@@ -79,26 +79,42 @@ impl Options {
     }
 
     /// How the floor and the relays of a scenario share the time: image-sized answers, whose
-    /// medians move by more than their 5% target between back-to-back windows, get three
-    /// interleaved rounds each (a drift of the machine then falls on every target alike, and each
-    /// figure pools more requests than one window did); the others get one window.
+    /// medians move by more than their 5% target between back-to-back windows, and small ones,
+    /// whose p99 target (1 ms) is within what one window's tail drifts by, get three interleaved
+    /// rounds each (a drift of the machine then falls on every target alike, and each figure
+    /// pools more requests than one window did); the others get one window.
     pub fn rounds(&self, group: Group) -> Rounds {
         let (warmup, measure) = self.windows();
         // Quick windows split in three would be shorter than one 4K answer at c64.
-        if group == Group::Image && !self.quick {
-            Rounds {
-                count: 3,
-                first_warmup: warmup,
-                warmup: warmup / 2,
-                measure: measure * 2 / 5,
-            }
-        } else {
-            Rounds {
+        if self.quick {
+            return Rounds {
                 count: 1,
                 first_warmup: warmup,
                 warmup,
                 measure,
-            }
+            };
+        }
+        match group {
+            Group::Image => Rounds {
+                count: 3,
+                first_warmup: warmup,
+                warmup: warmup / 2,
+                measure: measure * 2 / 5,
+            },
+            // Thousands of answers a second: a short warm-up refills the pools, and the three
+            // windows together last as long as one did.
+            Group::Small => Rounds {
+                count: 3,
+                first_warmup: warmup,
+                warmup: warmup / 4,
+                measure: measure / 3,
+            },
+            Group::Stream | Group::Edit => Rounds {
+                count: 1,
+                first_warmup: warmup,
+                warmup,
+                measure,
+            },
         }
     }
 }
@@ -583,12 +599,17 @@ mod tests {
     }
 
     #[test]
-    fn only_image_sized_scenarios_take_turns() {
+    fn image_sized_and_small_scenarios_take_turns() {
         let options = Options::default();
         let image = options.rounds(Group::Image);
         assert_eq!(image.count, 3);
         assert!(image.measure * 3 > options.windows().1, "{image:?}");
-        for group in [Group::Small, Group::Stream, Group::Edit] {
+        let small = options.rounds(Group::Small);
+        assert_eq!(small.count, 3);
+        let whole = options.windows().1;
+        assert!(whole - small.measure * 3 < Duration::from_millis(1), "{small:?}");
+        assert!(small.warmup < small.first_warmup, "{small:?}");
+        for group in [Group::Stream, Group::Edit] {
             let rounds = options.rounds(group);
             assert_eq!(
                 (rounds.count, rounds.measure),
@@ -601,5 +622,6 @@ mod tests {
             ..Options::default()
         };
         assert_eq!(quick.rounds(Group::Image).count, 1, "quick windows stay whole");
+        assert_eq!(quick.rounds(Group::Small).count, 1, "quick windows stay whole");
     }
 }

@@ -259,7 +259,7 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "Method: closed-loop workers (one request in flight each) for a warm-up and then a measured window; image-sized scenarios run three shorter windows per target instead, taking turns with the floor and the other relays (the order rotates each round), and pool them, so a drift of the shared machine falls on every target alike; throughput counts requests completed in the windows; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}. nginx: {}.\n",
+        "Method: closed-loop workers (one request in flight each) for a warm-up and then a measured window; image-sized and small-response scenarios run three shorter windows per target instead (LiteLLM, the slowest by far, one), taking turns with the floor and the other relays (the order rotates each round), and pool them, so a drift of the shared machine falls on every target alike; throughput counts requests completed in the windows; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}. nginx: {}.\n",
         report
             .litellm_version
             .as_deref()
