@@ -55,11 +55,13 @@ fn cpu_cause(pinned: bool, relayed: &LoadResult, floor: &LoadResult) -> Option<S
     let server = relayed.cpu(procs::SERVER_CPU)?;
     let added = percent(own.busy_ms(), base.busy_ms());
     Some(format!(
-        "CPU {} (load generator and simulator) was busy {:.2} ms per answer against the floor's {:.2} ms ({added:+.1}%, {:.0}% idle), while the gateway's CPU {} was {:.0}% idle",
+        "CPU {} (load generator and simulator) was busy {:.2} ms per answer against the floor's {:.2} ms ({added:+.1}%, {:.0}% idle) and was woken from the other CPU {:.1} times per answer (IPIs) against the floor's {:.1}, while the gateway's CPU {} was {:.0}% idle",
         procs::CLIENT_CPU,
         own.busy_ms(),
         base.busy_ms(),
         own.idle_percent(),
+        own.ipis,
+        base.ipis,
         procs::SERVER_CPU,
         server.idle_percent()
     ))

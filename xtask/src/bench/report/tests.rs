@@ -252,7 +252,7 @@ fn a_missed_image_target_says_which_cpu_paid_for_it() {
     assert_eq!(row.met, Some(false), "{row:?}");
     assert!(
         row.why.starts_with(
-            "CPU 1 (load generator and simulator) was busy 1.50 ms per answer against the floor's 1.20 ms (+25.0%, 0% idle), while the gateway's CPU 0 was 80% idle"
+            "CPU 1 (load generator and simulator) was busy 1.50 ms per answer against the floor's 1.20 ms (+25.0%, 0% idle) and was woken from the other CPU 2.5 times per answer (IPIs) against the floor's 0.0, while the gateway's CPU 0 was 80% idle"
         ),
         "{row:?}"
     );
