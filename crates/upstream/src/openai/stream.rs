@@ -17,8 +17,9 @@
 //! The stream ends without reading further once the expected number of final events has been
 //! relayed (`n` for the Images API, one for the Responses API), so an upstream that keeps the
 //! connection open after its last event costs nothing. After at least one final event, the end of
-//! the body or the deadline end the stream quietly. A `data: [DONE]` sentinel ends the stream and is
-//! not relayed.
+//! the body, the deadline or a `data: [DONE]` sentinel end the stream quietly; a `[DONE]` before any
+//! final event is a [`crate::FailureKind::Transient`] failure, like an early end of the body. The
+//! sentinel is never relayed.
 //!
 //! An Images event with a type whose data passes [`STREAM_EVENTS_OVER`] bytes (an image) is relayed
 //! in pieces as it arrives ([`SseItem::Opened`], [`SseItem::Data`], [`SseItem::Closed`]): the
@@ -132,10 +133,14 @@ impl Relay {
                             self.final_seen();
                             Some(Ok(SseItem::Event(event)))
                         }
-                        Seen::Done => {
+                        // As for the end of the body: quiet only once a final event came.
+                        Seen::Done if self.finals_seen > 0 => {
                             self.done = true;
                             None
                         }
+                        Seen::Done => self.fail(Failure::transient(
+                            "the upstream stream sent [DONE] before its final event",
+                        )),
                         Seen::Error(failure) => self.fail(failure),
                     },
                     SseItem::Opened { ref event, .. } => {

@@ -125,6 +125,37 @@ async fn done_sentinel_ends_the_stream_without_being_relayed() {
 }
 
 #[tokio::test]
+async fn done_sentinel_before_any_final_event_is_a_transient_failure() {
+    // A `[DONE]` that comes before the image would otherwise end a truncated answer as if it
+    // were complete: the client's SDK stops iterating, and the account is credited a success.
+    let body = "event: image_generation.partial_image\ndata: {}\n\ndata: [DONE]\n\n";
+    let items = collect(chunks(&[body]), Endpoint::Generations).await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items[0].is_ok());
+    let failure = items[1].as_ref().unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Transient);
+    assert!(failure.message.contains("before its final event"), "{failure:?}");
+
+    let responses = "data: {\"type\":\"response.created\"}\n\ndata: [DONE]\n\n";
+    let items = collect(chunks(&[responses]), Endpoint::Responses).await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(items[1].as_ref().unwrap_err().kind, FailureKind::Transient);
+}
+
+#[tokio::test]
+async fn done_sentinel_after_some_of_several_finals_ends_quietly() {
+    // As the end of the body does: once a final event was relayed, the client has an image.
+    let body = "event: image_generation.completed\ndata: {}\n\ndata: [DONE]\n\n";
+    let deadline = deadline_in(Duration::from_secs(60));
+    let items: Vec<_> =
+        crate::reply::joined_events(relay_chunks(chunks(&[body]), Endpoint::Generations, 2, deadline))
+            .collect()
+            .await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert!(items[0].is_ok());
+}
+
+#[tokio::test]
 async fn a_body_error_mid_stream_is_the_last_item() {
     let body = stream::iter(vec![
         Ok(Bytes::from_static(
