@@ -16,6 +16,11 @@ use futures::StreamExt;
 use imagegate_codec::sse::SseItem;
 use imagegate_upstream::{Failure, Reply};
 
+/// How much of a Responses stream's lifecycle events the wait holds before it gives up and relays:
+/// a handful of them are a few kilobytes, so only an upstream repeating them without end gets
+/// here, and its events must not pile up for the whole wait.
+const HELD_LIFECYCLE_BYTES: usize = 1 << 20;
+
 /// The wait for first events left to one request, over all its tries: streams that each fail after
 /// a quiet while must not add up to more silence than one wait.
 #[derive(Debug)]
@@ -38,7 +43,8 @@ impl FirstEventWait {
 }
 
 /// `reply` once its first telling event is in (it and the lifecycle events held before it are put
-/// back in front of the rest), or once `wait` passed without one; a stream whose items before it
+/// back in front of the rest), or once `wait` passed without one, or once the lifecycle events held
+/// pass [`HELD_LIFECYCLE_BYTES`]; a stream whose items before it
 /// end in a failure, or that ends first, is that failure. An event relayed in pieces tells once it
 /// closes: an upstream failing halfway through its first image is failed over like one failing
 /// before it (at the cost of holding that one image's pieces, and of its first bytes waiting for
@@ -49,14 +55,18 @@ async fn settle(reply: Reply, wait: Duration) -> Result<Reply, Failure> {
     };
     let until = tokio::time::Instant::now() + wait;
     let mut held = Vec::new();
+    let mut held_lifecycle_bytes = 0usize;
     loop {
         // Dropping `next()` after the wait loses nothing: the stream keeps the event in progress.
         match tokio::time::timeout_at(until, events.next()).await {
             Err(_quiet) => break,
             Ok(Some(Ok(event))) => {
                 let telling = !is_lifecycle(&event);
+                if let SseItem::Event(whole) = &event {
+                    held_lifecycle_bytes = held_lifecycle_bytes.saturating_add(whole.data.len());
+                }
                 held.push(Ok(event));
-                if telling {
+                if telling || held_lifecycle_bytes > HELD_LIFECYCLE_BYTES {
                     break;
                 }
             }
@@ -159,6 +169,38 @@ mod tests {
                 "next"
             ]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn endless_lifecycle_events_are_relayed_instead_of_held_for_the_whole_wait() {
+        let big = |name: &str| {
+            SseItem::Event(SseEvent {
+                event: Some(name.to_owned()),
+                data: "x".repeat(64 * 1024),
+                id: None,
+            })
+        };
+        // 2.5 MiB of them, then silence (as good as endless for the wait).
+        let lifecycle = std::iter::repeat_with(move || big("response.in_progress")).take(40);
+        let endless = stream::iter(lifecycle.map(Ok)).chain(stream::pending());
+        let started = tokio::time::Instant::now();
+        let reply = settle(Reply::Events(endless.boxed()), Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(started.elapsed(), Duration::ZERO, "not held for the wait");
+        let Reply::Events(events) = reply else {
+            panic!("not a stream");
+        };
+        let first: Vec<_> = events.take(20).collect().await;
+        assert!(first.iter().all(Result::is_ok));
+
+        // A few small lifecycle events are still held until the wait ends.
+        let quiet = stream::iter([Ok(event("response.created"))]).chain(stream::pending());
+        let reply = settle(Reply::Events(quiet.boxed()), Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+        assert!(matches!(reply, Reply::Events(_)));
     }
 
     #[tokio::test]
