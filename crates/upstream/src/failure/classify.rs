@@ -229,8 +229,15 @@ fn message_only(message: &str) -> Map<String, Value> {
     error
 }
 
+/// An account's usage, rate or spend limit (OpenAI answers a spend limit with HTTP 400
+/// `billing_hard_limit_reached`): the account's, not the request's, so another account may serve it.
 fn is_rate_limit(code: &str, error_type: &str) -> bool {
-    const CODES: [&str; 3] = ["usage_limit_reached", "rate_limit_exceeded", "insufficient_quota"];
+    const CODES: [&str; 4] = [
+        "usage_limit_reached",
+        "rate_limit_exceeded",
+        "insufficient_quota",
+        "billing_hard_limit_reached",
+    ];
     CODES.contains(&code) || CODES.contains(&error_type)
 }
 

@@ -105,6 +105,27 @@ fn insufficient_quota_is_rate_limited_without_reset() {
 }
 
 #[test]
+fn a_billing_hard_limit_is_the_account_s_limit_not_the_client_s_error() {
+    // OpenAI answers 400 `invalid_request_error` when an account's spend limit is reached: another
+    // account can take the request, and the client must not see the pool account's billing.
+    let body = error_body(
+        "Billing hard limit has been reached",
+        "invalid_request_error",
+        None,
+        Some("billing_hard_limit_reached"),
+    );
+    let failure = classify_json(400, body);
+    assert_eq!(
+        failure.kind,
+        FailureKind::RateLimited {
+            reset_at_unix_ms: None,
+            images_only: false
+        }
+    );
+    assert_eq!(failure.passthrough, None);
+}
+
+#[test]
 fn rate_limit_with_codex_headers_and_html_body() {
     let h = headers(&[
         ("content-type", "text/html"),
