@@ -1,8 +1,8 @@
 //! The failover loop: pick an account, call it, learn from the outcome, try another.
 //!
-//! A request moves to another account on rate limits, auth failures and transient errors, at most
-//! `max_switches` times and with at most `transient_retries` retries of transient errors, with a
-//! small jittered pause before a transient retry. Validation and policy errors go back to the
+//! A request moves to another account on rate limits, auth failures, transient errors and unusable
+//! answers, at most `max_switches` times and with at most `transient_retries` retries of transient
+//! errors and unusable answers, with a small jittered pause before such a retry. Validation and policy errors go back to the
 //! client untouched and never cost the account anything. Nothing here runs once a byte reached the
 //! client: the handlers only start answering with the [`Relayed`] reply in hand. A stream is handed
 //! over once its first event is in (or after a short wait), so one that fails before it is failed
@@ -105,9 +105,14 @@ pub async fn relay(
                     "upstream call failed");
                 // "No image" may come right on another try, but it is not the account's fault:
                 // it gets the few retries of a transient failure, not every account of the group.
+                // Nor does an unusable answer (a proxy's HTML page, JSON cut short, an account
+                // missing its configuration), which is held against the account like one.
                 let transient = matches!(
                     failure.kind,
-                    FailureKind::Transient | FailureKind::Timeout | FailureKind::NoImage
+                    FailureKind::Transient
+                        | FailureKind::Timeout
+                        | FailureKind::NoImage
+                        | FailureKind::Protocol
                 );
                 if !switchable(&failure.kind)
                     || switches >= failover.max_switches
@@ -161,6 +166,7 @@ fn switchable(kind: &FailureKind) -> bool {
             | FailureKind::Unauthorized
             | FailureKind::Forbidden { .. }
             | FailureKind::Transient
+            | FailureKind::Protocol
             | FailureKind::NoImage
             | FailureKind::ModelUnsupported
     )
@@ -229,6 +235,10 @@ mod tests {
             images_only: false
         }));
         assert!(switchable(&FailureKind::Transient));
+        assert!(
+            switchable(&FailureKind::Protocol),
+            "an unusable answer comes from the account (or what stands in front of it)"
+        );
         assert!(!switchable(&FailureKind::Invalid));
         assert!(!switchable(&FailureKind::Refused));
         assert!(!switchable(&FailureKind::Timeout));
