@@ -314,6 +314,34 @@ async fn a_stream_that_fails_before_its_first_event_on_every_try_is_an_http_erro
 }
 
 #[tokio::test]
+async fn a_try_after_a_slow_failure_gets_only_the_time_the_request_has_left() {
+    // Every generation takes 1 s; the request's deadline is 2 s. acct-a (pro, tried first) answers
+    // 502 after 1.5 s, so acct-b has 0.5 s left: too little for its 1 s. A try with a deadline of
+    // its own would answer 200 after 2.5 s, past what the client was told to wait.
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[timeouts]\nstandard_secs = 2\n").unwrap();
+    let s = setup_custom(
+        &["--latency-ms", "1000"],
+        &[("acct-a", &["--tier", "pro"]), ("acct-b", &["--tier", "plus"])],
+        &["--config", config.path().to_str().unwrap()],
+    );
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "502", "delay_ms": 1500}))
+        .await;
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    // 504 when acct-b's try ran out of time; 502 (acct-a's failure) on a machine so slow that no
+    // time was left for a second try at all.
+    // (Only the error is shown on failure: a 200's body is a whole image.)
+    assert!(matches!(status, 502 | 504), "{status}: {}", body["error"]);
+    assert!(body["error"]["code"].is_string(), "{status}: {}", body["error"]);
+}
+
+#[tokio::test]
 async fn streams_that_fail_after_their_headers_open_the_circuit_breaker() {
     let s = setup_with_config("[timeouts]\nstandard_secs = 1\n");
     // Each stream starts, then goes quiet past the gateway's deadline.

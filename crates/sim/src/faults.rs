@@ -181,6 +181,10 @@ pub struct FaultRule {
     /// Stall duration in milliseconds for `stall` and `stall_mid_stream`.
     #[serde(default)]
     pub stall_ms: Option<u64>,
+    /// Milliseconds to wait before answering with the fault (an upstream that fails slowly, as a
+    /// proxy answering 502 after its own timeout); none by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 /// The fault chosen for one request, with its parameters resolved.
@@ -194,6 +198,8 @@ pub struct Fault {
     pub retry_after_seconds: u64,
     /// How long a stall lasts.
     pub stall: Duration,
+    /// How long the fault's answer waits.
+    pub delay: Duration,
 }
 
 impl Fault {
@@ -204,6 +210,7 @@ impl Fault {
             resets_in_seconds: config.usage_reset_seconds,
             retry_after_seconds: config.retry_after_seconds,
             stall: config.stall,
+            delay: Duration::ZERO,
         }
     }
 
@@ -213,6 +220,7 @@ impl Fault {
             resets_in_seconds: rule.resets_in_seconds.unwrap_or(base.resets_in_seconds),
             retry_after_seconds: rule.retry_after_seconds.unwrap_or(base.retry_after_seconds),
             stall: rule.stall_ms.map(Duration::from_millis).unwrap_or(base.stall),
+            delay: rule.delay_ms.map_or(Duration::ZERO, Duration::from_millis),
             ..base
         }
     }

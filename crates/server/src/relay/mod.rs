@@ -36,6 +36,7 @@ pub struct RelayRequest<'a> {
     pub class: SizeClass,
     pub image: bool,
     pub call: UpstreamCall<'a>,
+    /// The upstream deadline of the whole request, shared by its tries.
     pub deadline: Duration,
 }
 
@@ -63,6 +64,9 @@ pub async fn relay(
     let mut transient_retries = 0u32;
     let mut last: Option<Failure> = None;
     let mut first_event = FirstEventWait::new(app.config.first_event_wait());
+    // The deadline is the request's, over all its tries: it starts with the first upstream call
+    // (not with a wait for a free account), and a try after a slow failure gets what is left.
+    let mut calls_began: Option<tokio::time::Instant> = None;
     loop {
         let dispatch = DispatchRequest {
             group: request.group.clone(),
@@ -81,7 +85,9 @@ pub async fn relay(
         };
         usage.account(account.as_str().parse::<i64>().ok());
         usage.upstream_started();
-        let answer = match app.upstream.call(&target, request.call, request.deadline).await {
+        let began = *calls_began.get_or_insert_with(tokio::time::Instant::now);
+        let time_left = request.deadline.saturating_sub(began.elapsed());
+        let answer = match app.upstream.call(&target, request.call, time_left).await {
             Ok(reply) => first_event.settle(reply).await,
             failed => failed,
         };
@@ -117,6 +123,7 @@ pub async fn relay(
                 if !switchable(&failure.kind)
                     || switches >= failover.max_switches
                     || (transient && transient_retries >= failover.transient_retries)
+                    || began.elapsed() >= request.deadline
                 {
                     return Err(failure_error(&failure));
                 }
@@ -158,7 +165,8 @@ async fn record(
 }
 
 /// Failures another account may not have. A timeout is not one of them: the request already used
-/// its time, and another try would double the cost and outlast the client's own timeout.
+/// its time, and another try would double the cost and outlast the client's own timeout (which is
+/// also why every try shares the request's one deadline).
 fn switchable(kind: &FailureKind) -> bool {
     matches!(
         kind,

@@ -183,6 +183,7 @@ async fn admit(
         state.stats().record_fault(fault.kind.as_str());
         tracing::debug!(fault = fault.kind.as_str(), path, "injecting fault");
         if let Some(response) = fault_response(fault, Some(token), request_id) {
+            tokio::time::sleep(fault.delay).await;
             return Err(response);
         }
         if fault.kind == FaultKind::Stall {
