@@ -16,7 +16,7 @@ use imagegate_codec::usage_scan::{ImagesResponseScanner, ResponseSummary};
 use tokio::time::timeout_at;
 
 use super::read_clock::ReadClock;
-use super::{Deadline, check_scanned, has_b64_json_string};
+use super::{Deadline, check_scanned, find_b64_json_string};
 use crate::call::Endpoint;
 use crate::failure::{Failure, classify_transport};
 use crate::reply::{BodyStream, EndSummary, JsonStream, Reply};
@@ -74,6 +74,7 @@ pub(crate) async fn images_reply(
     } = declared;
     let mut head = BytesMut::new();
     let mut scanner = ImagesResponseScanner::new();
+    let mut first_image = FirstImage::default();
     loop {
         match body.next().await {
             None => {
@@ -95,7 +96,7 @@ pub(crate) async fn images_reply(
                 if scanner.is_malformed() {
                     return Err(Failure::protocol("the upstream answer is not a JSON object"));
                 }
-                if !scanner.is_complete() && first_image_began(&head, &scanner) {
+                if !scanner.is_complete() && first_image.began(&head, &scanner) {
                     let budget = max_bytes - head.len();
                     let (summary_sender, summary) = EndSummary::channel();
                     return Ok(Reply::JsonStream(JsonStream {
@@ -111,11 +112,38 @@ pub(crate) async fn images_reply(
     }
 }
 
-/// Whether `head` is the start of a JSON object in which an image's base64 has begun.
-fn first_image_began(head: &[u8], scanner: &ImagesResponseScanner) -> bool {
-    head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-        && scanner.summary().images > 0
-        && has_b64_json_string(head)
+/// Watches a growing head for the start of a JSON object in which an image's base64 has begun.
+/// Each byte is looked at a bounded number of times, however the body is cut into chunks.
+#[derive(Debug, Default)]
+struct FirstImage {
+    /// Whether the head's first byte that is not whitespace is `{`, once it came.
+    object: Option<bool>,
+    /// The whitespace before it seen so far.
+    blank: usize,
+    /// Where the search for a `b64_json` string goes on.
+    search_from: usize,
+}
+
+impl FirstImage {
+    fn began(&mut self, head: &[u8], scanner: &ImagesResponseScanner) -> bool {
+        if self.object.is_none() {
+            let rest = head.get(self.blank..).unwrap_or_default();
+            match rest.iter().find(|b| !b.is_ascii_whitespace()) {
+                Some(first) => self.object = Some(*first == b'{'),
+                None => self.blank = head.len(),
+            }
+        }
+        if self.object != Some(true) || scanner.summary().images == 0 {
+            return false;
+        }
+        match find_b64_json_string(head, self.search_from) {
+            None => true,
+            Some(resume) => {
+                self.search_from = resume;
+                false
+            }
+        }
+    }
 }
 
 struct Rest {

@@ -254,3 +254,25 @@ async fn an_upstream_slower_than_the_deadline_times_out_whatever_the_client() {
         "the client's second is not the upstream's"
     );
 }
+
+#[test]
+fn the_first_image_search_goes_on_where_it_stopped() {
+    // An image whose base64 has not begun, trickling in: each look starts where the last one
+    // stopped, so the head is not searched again from its start for every chunk.
+    let mut first = FirstImage::default();
+    let mut scanner = ImagesResponseScanner::new();
+    let mut head = br#"  {"data":[{"revised_prompt":""#.to_vec();
+    scanner.push(&head);
+    assert!(!first.began(&head, &scanner));
+    for _ in 0..3 {
+        let more = b"a long prompt ".repeat(100);
+        scanner.push(&more);
+        head.extend_from_slice(&more);
+        assert!(!first.began(&head, &scanner));
+        assert_eq!(first.search_from, head.len() - (b"\"b64_json\"".len() - 1));
+    }
+    let rest = br#"","b64_json":"iVBOR"#;
+    scanner.push(rest);
+    head.extend_from_slice(rest);
+    assert!(first.began(&head, &scanner));
+}

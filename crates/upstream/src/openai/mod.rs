@@ -322,16 +322,39 @@ pub(crate) fn check_scanned(
 
 /// Whether `"b64_json"` is followed by `:` and a non-empty string somewhere in `body`.
 fn has_b64_json_string(body: &[u8]) -> bool {
-    const KEY: &[u8] = b"\"b64_json\"";
-    memchr::memmem::find_iter(body, KEY).any(|at| {
-        let rest = body.get(at + KEY.len()..).unwrap_or_default();
-        let mut rest = rest.iter().skip_while(|b| b.is_ascii_whitespace());
-        if rest.next() != Some(&b':') {
-            return false;
+    find_b64_json_string(body, 0).is_none()
+}
+
+const B64_JSON_KEY: &[u8] = b"\"b64_json\"";
+
+/// Looks for `"b64_json"` followed by `:` and a non-empty string in `body`, from `from` on:
+/// `None` when one is there, or else where a search of the same body grown by more bytes must
+/// start again (the first key whose value the end cut off, or the last bytes that could begin a
+/// key), so a body searched as it arrives is searched once, not once per chunk.
+fn find_b64_json_string(body: &[u8], from: usize) -> Option<usize> {
+    let tail = body.get(from..).unwrap_or_default();
+    for at in memchr::memmem::find_iter(tail, B64_JSON_KEY) {
+        let value = tail.get(at + B64_JSON_KEY.len()..).unwrap_or_default();
+        match string_begins(value) {
+            Some(true) => return None,
+            Some(false) => {}
+            None => return Some(from + at),
         }
-        let mut rest = rest.skip_while(|b| b.is_ascii_whitespace());
-        rest.next() == Some(&b'"') && rest.next().is_some_and(|b| *b != b'"')
-    })
+    }
+    Some(body.len().saturating_sub(B64_JSON_KEY.len() - 1).max(from))
+}
+
+/// Whether `rest` (what follows a key) is `:` and a non-empty string; `None` when it ends first.
+fn string_begins(rest: &[u8]) -> Option<bool> {
+    let mut rest = rest.iter().skip_while(|b| b.is_ascii_whitespace());
+    if rest.next()? != &b':' {
+        return Some(false);
+    }
+    let mut rest = rest.skip_while(|b| b.is_ascii_whitespace());
+    if rest.next()? != &b'"' {
+        return Some(false);
+    }
+    Some(*rest.next()? != b'"')
 }
 
 fn content_type_is_json(response: &reqwest::Response) -> bool {
@@ -374,6 +397,40 @@ mod tests {
                 String::from_utf8_lossy(body)
             );
         }
+    }
+
+    #[test]
+    fn a_growing_body_is_searched_once_for_its_b64_json_string() {
+        let body = br#"{"data":[{"revised_prompt":"a \"b64_json\" key","b64_json" :  "iVBOR"}]}"#;
+        // Grown one byte at a time from where the last search stopped, the search finds the
+        // string exactly when the whole body does, and never starts again from the beginning.
+        let mut resume = 0;
+        let mut found_at = None;
+        for end in 0..=body.len() {
+            let grown = &body[..end];
+            match find_b64_json_string(grown, resume) {
+                None => {
+                    found_at = Some(end);
+                    break;
+                }
+                Some(next) => {
+                    assert!(next >= resume, "{next} < {resume}");
+                    assert!(!has_b64_json_string(grown), "{end}");
+                    resume = next;
+                }
+            }
+        }
+        let first = (0..=body.len()).find(|&end| has_b64_json_string(&body[..end]));
+        assert_eq!(found_at, first);
+        assert!(first.is_some());
+
+        // A long string without the key: the next search starts near the end.
+        let long = format!(r#"{{"data":[{{"x":"{}"#, "a".repeat(10_000));
+        let resume = find_b64_json_string(long.as_bytes(), 0).unwrap();
+        assert_eq!(resume, long.len() - (B64_JSON_KEY.len() - 1));
+        // A key whose value the end cut off: the search resumes at that key.
+        let cut = br#"{"data":[{"b64_json": "#;
+        assert_eq!(find_b64_json_string(cut, 0), Some(10));
     }
 
     #[test]
