@@ -2,11 +2,11 @@
 //!
 //! A request moves to another account on rate limits, auth failures, transient errors and unusable
 //! answers, at most `max_switches` times and with at most `transient_retries` retries of transient
-//! errors and unusable answers, with a small jittered pause before such a retry. Validation and policy errors go back to the
-//! client untouched and never cost the account anything. Nothing here runs once a byte reached the
-//! client: the handlers only start answering with the [`Relayed`] reply in hand. A stream is handed
-//! over once its first event is in (or after a short wait), so one that fails before it is failed
-//! over too.
+//! errors and unusable answers, with a small jittered pause before such a retry, and all within the
+//! request's one deadline. Validation and policy errors go back to the client untouched and never
+//! cost the account anything. Nothing here runs once a byte reached the client: the handlers only
+//! start answering with the [`Relayed`] reply in hand. A stream is handed over once its first event
+//! is in (or after a short wait), so one that fails before it is failed over too.
 
 mod first_event;
 pub mod held;
@@ -111,8 +111,8 @@ pub async fn relay(
                     "upstream call failed");
                 // "No image" may come right on another try, but it is not the account's fault:
                 // it gets the few retries of a transient failure, not every account of the group.
-                // Nor does an unusable answer (a proxy's HTML page, JSON cut short, an account
-                // missing its configuration), which is held against the account like one.
+                // So does an unusable answer (a proxy's HTML page, JSON cut short, an account
+                // missing its configuration): held against the account, but often the network's.
                 let transient = matches!(
                     failure.kind,
                     FailureKind::Transient
