@@ -134,7 +134,7 @@ impl Relay {
                             Some(Ok(SseItem::Event(event)))
                         }
                         // As for the end of the body: quiet only once a final event came.
-                        Seen::Done if self.finals_seen > 0 => {
+                        Seen::Done if self.may_end() => {
                             self.done = true;
                             None
                         }
@@ -156,9 +156,7 @@ impl Relay {
                     }
                 };
             }
-            // Inside an open event only its end can come next: neither the deadline nor the end of
-            // the body end the stream quietly then.
-            let may_end = self.finals_seen > 0 && self.open.is_none();
+            let may_end = self.may_end();
             match timeout_at(self.clock.at(), self.body.next()).await {
                 Err(_) | Ok(None) if may_end => {
                     self.done = true;
@@ -181,6 +179,13 @@ impl Relay {
                 }
             }
         }
+    }
+
+    /// Whether the stream may end quietly here (by the end of its body, the deadline or a
+    /// `[DONE]`): once a final event came, and not inside an open event, where only its end can
+    /// come next.
+    fn may_end(&self) -> bool {
+        self.finals_seen > 0 && self.open.is_none()
     }
 
     fn fail(&mut self, failure: Failure) -> Option<Result<SseItem, Failure>> {
