@@ -342,6 +342,38 @@ async fn a_try_after_a_slow_failure_gets_only_the_time_the_request_has_left() {
 }
 
 #[tokio::test]
+async fn the_fallback_ladder_shares_the_request_deadline() {
+    // Every generation takes 1 s; the request's deadline is 2 s. The one account answers 502 after
+    // 1.5 s, so the ladder's cheaper rung (quality medium) has 0.5 s left: too little for its 1 s.
+    // A rung with a deadline of its own would answer 200 after 2.5 s, past the request's deadline.
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[timeouts]\nstandard_secs = 2\n").unwrap();
+    let s = setup_custom(
+        &["--latency-ms", "1000"],
+        &[("acct-a", &[])],
+        &["--config", config.path().to_str().unwrap()],
+    );
+    s.sim_fault(json!({"fault": "502", "delay_ms": 1500, "times": 1}))
+        .await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "high"}),
+        )
+        .header("x-imagegate-fallback", "on")
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let fallback = response.headers().get("x-imagegate-fallback").cloned();
+    let body: Value = response.json().await.unwrap();
+    // 504 when the rung ran out of time; 502 (the first failure) on a machine so slow that no
+    // time was left for the rung at all.
+    assert!(matches!(status, 502 | 504), "{status}: {}", body["error"]);
+    assert!(fallback.is_none(), "{fallback:?}");
+}
+
+#[tokio::test]
 async fn streams_that_fail_after_their_headers_open_the_circuit_breaker() {
     let s = setup_with_config("[timeouts]\nstandard_secs = 1\n");
     // Each stream starts, then goes quiet past the gateway's deadline.

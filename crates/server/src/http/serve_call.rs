@@ -19,7 +19,7 @@ use crate::relay::held::Held;
 use crate::relay::json::{images_body, responses_body};
 use crate::relay::json_stream::streamed_images_body;
 use crate::relay::stream::{StreamKind, relay_events};
-use crate::relay::{RelayRequest, Relayed, relay};
+use crate::relay::{Deadline, RelayRequest, Relayed, relay};
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
 
@@ -72,16 +72,20 @@ pub async fn serve_images(
         Ok(permit) => permit,
         Err(err) => return fail(usage, err),
     };
-    let mut result = relay_call(app, caller, call.with(params), &mut usage)
+    // One deadline for the request, the asked size's, shared by the ladder's rungs: a cheaper
+    // try gets what the failed ones left, so the ladder never outlasts what the client expects.
+    let mut deadline = deadline(app, params.size_class());
+    let mut result = relay_call(app, caller, call.with(params), &mut deadline, &mut usage)
         .await
         .map(|r| (r, None));
     if fallback_enabled {
         for step in fallback::ladder(params) {
-            if !matches!(&result, Err(error) if worth_a_fallback(error)) {
+            if !matches!(&result, Err(error) if worth_a_fallback(error)) || deadline.passed() {
                 break;
             }
             tracing::info!(change = %step.change, "trying the fallback ladder");
-            result = relay_call(app, caller, call.with(&step.params), &mut usage)
+            let rung = call.with(&step.params);
+            result = relay_call(app, caller, rung, &mut deadline, &mut usage)
                 .await
                 .map(|r| (r, Some(step.change)));
         }
@@ -123,7 +127,8 @@ pub async fn serve(
         Ok(permit) => permit,
         Err(err) => return fail(usage, err),
     };
-    match relay_call(app, caller, call, &mut usage).await {
+    let mut deadline = deadline(app, call.class);
+    match relay_call(app, caller, call, &mut deadline, &mut usage).await {
         Ok(relayed) => respond(app, relayed, call.kind, usage, permit),
         Err(error) => fail(usage, error),
     }
@@ -148,6 +153,7 @@ async fn relay_call(
     app: &AppState,
     caller: &AuthContext,
     call: ServeCall<'_>,
+    deadline: &mut Deadline,
     usage: &mut UsageRecorder,
 ) -> Result<Relayed, HttpError> {
     let group = GroupId::new(&caller.group_id.to_string());
@@ -156,9 +162,8 @@ async fn relay_call(
         class: dispatch_class(call.class),
         image: true,
         call: call.call,
-        deadline: deadline(app, call.class),
     };
-    relay(app, request, usage).await
+    relay(app, request, deadline, usage).await
 }
 
 fn respond(
@@ -201,10 +206,11 @@ fn dispatch_class(class: imagegate_domain::SizeClass) -> SizeClass {
     }
 }
 
-fn deadline(app: &AppState, class: imagegate_domain::SizeClass) -> Duration {
+/// The upstream deadline of a request of `class`, not yet started.
+fn deadline(app: &AppState, class: imagegate_domain::SizeClass) -> Deadline {
     let timeouts = &app.config.timeouts;
-    Duration::from_secs(match class {
+    Deadline::new(Duration::from_secs(match class {
         imagegate_domain::SizeClass::Large => timeouts.large_secs,
         imagegate_domain::SizeClass::Standard => timeouts.standard_secs,
-    })
+    }))
 }

@@ -8,6 +8,7 @@
 //! start answering with the [`Relayed`] reply in hand. A stream is handed over once its first event
 //! is in (or after a short wait), so one that fails before it is failed over too.
 
+mod deadline;
 mod first_event;
 pub mod held;
 pub mod json;
@@ -26,6 +27,7 @@ use crate::http::error::HttpError;
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
 
+pub use deadline::Deadline;
 use first_event::FirstEventWait;
 pub use outcome::outcome_of;
 
@@ -36,8 +38,6 @@ pub struct RelayRequest<'a> {
     pub class: SizeClass,
     pub image: bool,
     pub call: UpstreamCall<'a>,
-    /// The upstream deadline of the whole request, shared by its tries.
-    pub deadline: Duration,
 }
 
 /// A reply from an account, with the lease that keeps the account's slot while it is relayed.
@@ -56,6 +56,7 @@ pub struct Relayed {
 pub async fn relay(
     app: &AppState,
     request: RelayRequest<'_>,
+    deadline: &mut Deadline,
     usage: &mut UsageRecorder,
 ) -> Result<Relayed, HttpError> {
     let failover = &app.config.failover;
@@ -64,9 +65,6 @@ pub async fn relay(
     let mut transient_retries = 0u32;
     let mut last: Option<Failure> = None;
     let mut first_event = FirstEventWait::new(app.config.first_event_wait());
-    // The deadline is the request's, over all its tries: it starts with the first upstream call
-    // (not with a wait for a free account), and a try after a slow failure gets what is left.
-    let mut calls_began: Option<tokio::time::Instant> = None;
     loop {
         let dispatch = DispatchRequest {
             group: request.group.clone(),
@@ -85,8 +83,9 @@ pub async fn relay(
         };
         usage.account(account.as_str().parse::<i64>().ok());
         usage.upstream_started();
-        let began = *calls_began.get_or_insert_with(tokio::time::Instant::now);
-        let time_left = request.deadline.saturating_sub(began.elapsed());
+        // The request's one deadline, over all its tries: a try after a slow failure gets what
+        // is left.
+        let time_left = deadline.start();
         let answer = match app.upstream.call(&target, request.call, time_left).await {
             Ok(reply) => first_event.settle(reply).await,
             failed => failed,
@@ -123,7 +122,7 @@ pub async fn relay(
                 if !switchable(&failure.kind)
                     || switches >= failover.max_switches
                     || (transient && transient_retries >= failover.transient_retries)
-                    || began.elapsed() >= request.deadline
+                    || deadline.passed()
                 {
                     return Err(failure_error(&failure));
                 }
