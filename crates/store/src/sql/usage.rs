@@ -1,11 +1,34 @@
 //! Usage records. Compiled once per backend.
 
+use std::borrow::Cow;
+
 use sqlx::{Pool, QueryBuilder};
 
 use super::Db;
 use crate::error::StoreResult;
 use crate::model::{DailyUsage, UsageEntry, UsageFilter, UsageRecord};
 use crate::rows::{DAILY_SELECT, DailyRow, USAGE_INSERT_COLUMNS, UsageRow, push_usage_conditions, to_i64};
+
+/// Token counts above this are stored as this: no request comes near it (a trillion tokens), and a
+/// day's `SUM` of stored counts then stays far inside `i64`, which both backends refuse to
+/// overflow (SQLite: "integer overflow", PostgreSQL: "bigint out of range"): one absurd count
+/// from an upstream must not break the daily totals of its day.
+const MAX_TOKENS: u64 = 1 << 40;
+
+fn tokens(count: u64) -> i64 {
+    to_i64(count.min(MAX_TOKENS))
+}
+
+/// Text as both backends store it. PostgreSQL refuses a NUL character in `TEXT`, which JSON allows
+/// (`"model": "a\u0000b"`) and the record keeps as the client sent it: unreplaced, one such
+/// record would fail its whole batch on every try. SQLite gets the same text, so both agree.
+fn text(value: &str) -> Cow<'_, str> {
+    if value.contains('\0') {
+        Cow::Owned(value.replace('\0', "\u{FFFD}"))
+    } else {
+        Cow::Borrowed(value)
+    }
+}
 
 /// Most rows per INSERT statement: 28 parameters each stays below both backends' parameter limits.
 const ROWS_PER_STATEMENT: usize = 256;
@@ -42,34 +65,34 @@ pub(super) async fn insert_usage_batch(pool: &Pool<Db>, records: &[UsageRecord])
         let mut qb: QueryBuilder<'_, Db> =
             QueryBuilder::new(format!("INSERT INTO usage_records ({USAGE_INSERT_COLUMNS}) "));
         qb.push_values(chunk, |mut row, r| {
-            row.push_bind(r.request_id.as_str())
+            row.push_bind(text(&r.request_id))
                 .push_bind(r.created_at.unix_ms())
-                .push_bind(r.endpoint.as_str())
-                .push_bind(r.model.as_str())
-                .push_bind(r.size_requested.as_deref())
-                .push_bind(r.size_produced.as_deref())
-                .push_bind(r.quality_requested.as_deref())
-                .push_bind(r.quality_produced.as_deref())
-                .push_bind(r.output_format.as_deref())
+                .push_bind(text(&r.endpoint))
+                .push_bind(text(&r.model))
+                .push_bind(r.size_requested.as_deref().map(text))
+                .push_bind(r.size_produced.as_deref().map(text))
+                .push_bind(r.quality_requested.as_deref().map(text))
+                .push_bind(r.quality_produced.as_deref().map(text))
+                .push_bind(r.output_format.as_deref().map(text))
                 .push_bind(i64::from(r.n))
                 .push_bind(i64::from(r.images))
                 .push_bind(r.stream)
                 .push_bind(i64::from(r.status))
-                .push_bind(r.error_code.as_deref())
-                .push_bind(to_i64(r.tokens.input))
-                .push_bind(to_i64(r.tokens.output))
-                .push_bind(to_i64(r.tokens.total))
-                .push_bind(r.tokens.input_text.map(to_i64))
-                .push_bind(r.tokens.input_image.map(to_i64))
-                .push_bind(r.tokens.output_text.map(to_i64))
-                .push_bind(r.tokens.output_image.map(to_i64))
+                .push_bind(r.error_code.as_deref().map(text))
+                .push_bind(tokens(r.tokens.input))
+                .push_bind(tokens(r.tokens.output))
+                .push_bind(tokens(r.tokens.total))
+                .push_bind(r.tokens.input_text.map(tokens))
+                .push_bind(r.tokens.input_image.map(tokens))
+                .push_bind(r.tokens.output_text.map(tokens))
+                .push_bind(r.tokens.output_image.map(tokens))
                 .push_bind(to_i64(r.latency_ms))
                 .push_bind(r.ttfb_ms.map(to_i64))
                 .push_bind(r.account_id.map(|v| v.0))
                 .push_bind(r.group_id.map(|v| v.0))
                 .push_bind(r.user_id.map(|v| v.0))
                 .push_bind(r.key_id.map(|v| v.0))
-                .push_bind(r.fallback_note.as_deref());
+                .push_bind(r.fallback_note.as_deref().map(text));
         });
         qb.push(" ON CONFLICT (request_id) DO NOTHING");
         inserted += qb.build().execute(&mut *tx).await?.rows_affected();

@@ -14,7 +14,8 @@ crate::on_every_backend!(
     usage_batches_and_filters,
     usage_daily_totals,
     usage_large_batches,
-    usage_writer_flushes_on_shutdown
+    usage_writer_flushes_on_shutdown,
+    usage_text_the_database_refuses_and_absurd_counts_are_stored
 );
 
 /// 2024-12-31T00:00:00Z
@@ -256,6 +257,43 @@ async fn usage_batches_and_filters(db: Arc<TestDb>) {
         .await
         .is_empty()
     );
+}
+
+async fn usage_text_the_database_refuses_and_absurd_counts_are_stored(db: Arc<TestDb>) {
+    // A client's model name with a NUL character (valid JSON) and an upstream's absurd token
+    // counts: PostgreSQL would refuse the first and both backends overflow summing the second,
+    // failing the whole batch, and every later try of it, with the good record beside them.
+    let [good, ..] = records();
+    let mut odd = UsageRecord::new("req-odd", "/v1/images/generations", "gpt\0image");
+    odd.created_at = good.created_at;
+    odd.error_code = Some("invalid_\0value".into());
+    odd.tokens = TokenCounts {
+        input: u64::MAX,
+        output: u64::MAX,
+        total: u64::MAX,
+        output_image: Some(u64::MAX),
+        ..TokenCounts::default()
+    };
+    let mut twin = odd.clone();
+    twin.request_id = "req-odd-twin".into();
+    let batch = [good, odd, twin];
+    assert_eq!(db.store.insert_usage_batch(&batch).await.unwrap(), 3);
+
+    let listed = db.store.list_usage(&UsageFilter::default()).await.unwrap();
+    let stored = listed
+        .iter()
+        .find(|e| e.record.request_id == "req-odd")
+        .expect("the odd record is stored");
+    assert_eq!(stored.record.model, "gpt\u{FFFD}image");
+    assert_eq!(stored.record.error_code.as_deref(), Some("invalid_\u{FFFD}value"));
+    let cap = 1u64 << 40;
+    assert_eq!(stored.record.tokens.total, cap);
+    assert_eq!(stored.record.tokens.output_image, Some(cap));
+
+    let days = db.store.daily_usage(&UsageFilter::default()).await.unwrap();
+    assert_eq!(days.len(), 1);
+    assert_eq!(days[0].requests, 3);
+    assert_eq!(days[0].total_tokens, 110 + 2 * cap);
 }
 
 async fn usage_daily_totals(db: Arc<TestDb>) {
