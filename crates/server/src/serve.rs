@@ -167,6 +167,17 @@ pub async fn run(
     drop(state);
     match writer.shutdown().await {
         Ok(stats) => tracing::info!(written = stats.written, "usage records flushed"),
+        Err(imagegate_store::WriterError::Unflushed { records, last_error }) => {
+            // Neither the database nor the spool took them: the log is the last place they can go
+            // (a record holds ids, counts and times, no secret and no image).
+            tracing::error!(error = %last_error, records = records.len(), "usage records could not all be written");
+            for record in &records {
+                match serde_json::to_string(record) {
+                    Ok(json) => tracing::error!(record = %json, "unwritten usage record"),
+                    Err(_) => tracing::error!(request_id = %record.request_id, "unwritten usage record"),
+                }
+            }
+        }
         Err(err) => tracing::error!(error = %err, "usage records could not all be written"),
     }
     store.close().await;

@@ -1,7 +1,7 @@
 //! The writer's background task: batches records, writes them, retries, and (with a spool)
 //! parks batches on disk while the database is unreachable, replaying them when it is back.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -31,6 +31,24 @@ pub(super) struct Flusher {
 
 impl Flusher {
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<UsageRecord>) -> Result<(), WriterError> {
+        match self.write_until_stopped(&mut rx).await {
+            // Records still queued behind the batch that could not be written go back with it:
+            // none may vanish unreported.
+            Err(WriterError::Unflushed {
+                mut records,
+                last_error,
+            }) => {
+                rx.close();
+                while let Ok(record) = rx.try_recv() {
+                    records.push(record);
+                }
+                Err(WriterError::Unflushed { records, last_error })
+            }
+            done => done,
+        }
+    }
+
+    async fn write_until_stopped(&mut self, rx: &mut mpsc::Receiver<UsageRecord>) -> Result<(), WriterError> {
         let batch_size = self.config.batch_size.max(1);
         let mut buffer: Vec<UsageRecord> = Vec::with_capacity(batch_size);
         let mut ticker = tokio::time::interval(self.config.flush_interval);
@@ -146,16 +164,22 @@ impl Flusher {
         }
     }
 
-    /// One insert, cut short by the shutdown deadline.
+    /// One insert, cut short by the write timeout or the shutdown deadline.
     async fn attempt(&self, batch: &[UsageRecord]) -> Result<u64, String> {
         self.backend.set_priority(self.priority());
-        let attempt = self.backend.insert_usage_batch(batch);
+        let (until, what) = self.call_deadline();
+        match tokio::time::timeout_at(until, self.backend.insert_usage_batch(batch)).await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("{what} reached during a write")),
+        }
+    }
+
+    /// When the next database call must end, and what ends it.
+    fn call_deadline(&self) -> (Instant, &'static str) {
+        let timeout = Instant::now() + self.config.write_timeout;
         match self.deadline {
-            Some(deadline) => match tokio::time::timeout_at(deadline, attempt).await {
-                Ok(result) => result.map_err(|e| e.to_string()),
-                Err(_) => Err("shutdown deadline reached during a write".to_owned()),
-            },
-            None => attempt.await.map_err(|e| e.to_string()),
+            Some(deadline) if deadline < timeout => (deadline, "shutdown deadline"),
+            _ => (timeout, "write timeout"),
         }
     }
 
@@ -262,7 +286,10 @@ impl Flusher {
         if !self.config.touch_keys {
             return;
         }
-        let mut latest: HashMap<_, _> = HashMap::new();
+        // In key order: replicas touching the same keys in one transaction each then lock them in
+        // the same order, so two of them never wait on each other (a deadlock PostgreSQL breaks
+        // by failing one after a second).
+        let mut latest: BTreeMap<_, _> = BTreeMap::new();
         for record in batch {
             if let Some(key_id) = record.key_id {
                 let at = latest.entry(key_id).or_insert(record.created_at);
@@ -273,9 +300,12 @@ impl Flusher {
             .into_iter()
             .map(|(key_id, at)| KeyUse { key_id, at })
             .collect();
-        if let Err(error) = self.backend.touch_keys(&uses).await {
+        let (until, what) = self.call_deadline();
+        match tokio::time::timeout_at(until, self.backend.touch_keys(&uses)).await {
+            Ok(Ok(())) => {}
             // Only `last_used_at` lags; the usage itself is stored.
-            tracing::warn!(%error, "updating last_used_at of keys failed");
+            Ok(Err(error)) => tracing::warn!(%error, "updating last_used_at of keys failed"),
+            Err(_) => tracing::warn!("updating last_used_at of keys failed: {what} reached"),
         }
     }
 }

@@ -62,6 +62,11 @@ pub struct UsageWriterConfig {
     pub touch_keys: bool,
     /// With a spool: failed attempts at a batch before it goes to the spool.
     pub spool_after_failures: u32,
+    /// Longest wait for one database call. A connection that went silent (a network black hole)
+    /// or an insert stuck behind a lock otherwise holds the writer until TCP gives up, about 15
+    /// minutes, while the queue fills and nothing is spooled; a call that outlasts this counts as
+    /// a failed attempt (a late commit of it is harmless: request ids are unique).
+    pub write_timeout: Duration,
 }
 
 impl Default for UsageWriterConfig {
@@ -75,6 +80,7 @@ impl Default for UsageWriterConfig {
             shutdown_timeout: Duration::from_secs(30),
             touch_keys: true,
             spool_after_failures: 3,
+            write_timeout: Duration::from_secs(15),
         }
     }
 }

@@ -13,6 +13,8 @@ struct FakeBackend {
     touches: Mutex<Vec<KeyUse>>,
     fail_next: AtomicUsize,
     fail_always: AtomicBool,
+    /// While set, inserts never return (a connection gone silent).
+    hang: AtomicBool,
     priority: Mutex<Option<WriterPriority>>,
     /// The priority each successful batch was written at.
     priorities: Mutex<Vec<WriterPriority>>,
@@ -30,6 +32,9 @@ impl FakeBackend {
 #[async_trait]
 impl UsageBackend for FakeBackend {
     async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64> {
+        if self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         let failing = self.fail_always.load(Ordering::SeqCst)
             || self
                 .fail_next
@@ -75,6 +80,7 @@ fn config() -> UsageWriterConfig {
         shutdown_timeout: Duration::from_secs(5),
         touch_keys: true,
         spool_after_failures: 3,
+        write_timeout: Duration::from_secs(15),
     }
 }
 
@@ -253,6 +259,73 @@ async fn keys_are_touched_with_their_latest_use() {
             },
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_database_call_that_never_returns_does_not_hold_the_writer() {
+    let backend = Arc::new(FakeBackend::default());
+    backend.hang.store(true, Ordering::SeqCst);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| backend.priority.lock().unwrap().is_some()).await;
+    let stopped = tokio::time::timeout(Duration::from_secs(600), writer.shutdown())
+        .await
+        .expect("shutdown ends although the database never answers");
+    match stopped {
+        Err(WriterError::Unflushed { records, last_error }) => {
+            assert_eq!(records.len(), 3);
+            assert!(last_error.contains("reached during a write"), "{last_error}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_queued_behind_an_unwritable_batch_come_back_at_shutdown() {
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().failed_writes > 0).await;
+    for i in 3..5 {
+        sink.record(record(i)).unwrap();
+    }
+    match writer.shutdown().await {
+        Err(WriterError::Unflushed { records, .. }) => {
+            let ids: Vec<_> = records.iter().map(|r| r.request_id.as_str()).collect();
+            assert_eq!(ids, ["req-0", "req-1", "req-2", "req-3", "req-4"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_are_touched_in_key_order() {
+    // Replicas locking the same keys in different orders would deadlock in PostgreSQL.
+    let backend = Arc::new(FakeBackend::default());
+    let config = UsageWriterConfig {
+        batch_size: 40,
+        ..config()
+    };
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config, None);
+    for i in 0..40 {
+        let mut r = record(i);
+        r.key_id = Some(KeyId((i as i64 * 7919) % 40));
+        sink.record(r).unwrap();
+    }
+    writer.shutdown().await.unwrap();
+    let touched: Vec<i64> = backend
+        .touches
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|t| t.key_id.0)
+        .collect();
+    assert_eq!(touched, (0..40).collect::<Vec<_>>());
 }
 
 #[tokio::test(start_paused = true)]
