@@ -6,10 +6,15 @@
 //! 2. body `error.resets_in_seconds`;
 //! 3. the ChatGPT usage windows `x-codex-{primary,secondary}-reset-after-seconds` (or
 //!    `-reset-at`, unix seconds) with `x-codex-{primary,secondary}-used-percent`: the reset of the
-//!    exhausted window (used >= 100; the later one if both are), else the earliest given;
+//!    exhausted window (used >= 100; the later one if both are); when no window reports its use,
+//!    the earliest given; when every reported window has room left, none (a burst 429 must not
+//!    bench an account for a five-hour or weekly window it has not used up);
 //! 4. header `retry-after-ms`;
 //! 5. header `retry-after` (seconds or an HTTP date);
-//! 6. "try again in 12s" (Go-style durations such as `1m30s`, `500ms`) in `error.message`.
+//! 6. the API's `x-ratelimit-reset-{requests,tokens,images}` (Go-style durations such as `6m0s`)
+//!    of the limits whose `x-ratelimit-remaining-*` is 0 (the later if several are), or the
+//!    earliest when no remaining count is given;
+//! 7. "try again in 12s" (Go-style durations such as `1m30s`, `500ms`) in `error.message`.
 
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
@@ -33,6 +38,7 @@ pub fn reset_at_unix_ms(
         .or_else(|| codex_windows(headers, now_unix_ms))
         .or_else(|| header_number(headers, "retry-after-ms").map(|ms| after(ms / MS)))
         .or_else(|| retry_after(headers, now_unix_ms))
+        .or_else(|| api_limits(headers, now_unix_ms))
         .or_else(|| {
             let message = error?.get("message")?.as_str()?;
             try_again_in(message).map(after)
@@ -70,7 +76,40 @@ fn codex_windows(headers: &HeaderMap, now_unix_ms: u64) -> Option<u64> {
         .filter(|w| w.used_percent.is_some_and(|used| used >= 100.0))
         .map(|w| w.reset_at_ms)
         .max();
-    exhausted.or_else(|| windows.iter().map(|w| w.reset_at_ms).min())
+    let use_unknown = windows.iter().all(|w| w.used_percent.is_none());
+    exhausted.or_else(|| {
+        use_unknown
+            .then(|| windows.iter().map(|w| w.reset_at_ms).min())
+            .flatten()
+    })
+}
+
+/// The API's per-minute limits: `x-ratelimit-reset-<name>` with `x-ratelimit-remaining-<name>`.
+fn api_limits(headers: &HeaderMap, now_unix_ms: u64) -> Option<u64> {
+    let limits: Vec<(u64, Option<f64>)> = ["requests", "tokens", "images"]
+        .iter()
+        .filter_map(|name| {
+            let reset = headers
+                .get(format!("x-ratelimit-reset-{name}"))?
+                .to_str()
+                .ok()?
+                .trim();
+            let seconds = parse_seconds(reset).or_else(|| parse_go_duration(reset))?;
+            let remaining = header_number(headers, &format!("x-ratelimit-remaining-{name}"));
+            Some((now_unix_ms.saturating_add(seconds_to_ms(seconds)), remaining))
+        })
+        .collect();
+    let exhausted = limits
+        .iter()
+        .filter(|(_, remaining)| remaining.is_some_and(|left| left <= 0.0))
+        .map(|(at, _)| *at)
+        .max();
+    let remaining_unknown = limits.iter().all(|(_, remaining)| remaining.is_none());
+    exhausted.or_else(|| {
+        remaining_unknown
+            .then(|| limits.iter().map(|(at, _)| *at).min())
+            .flatten()
+    })
 }
 
 fn retry_after(headers: &HeaderMap, now_unix_ms: u64) -> Option<u64> {
@@ -265,6 +304,58 @@ mod tests {
         assert_eq!(reset_at_unix_ms(&h, None, NOW), Some(NOW + 300_000));
         let h = headers(&[("x-codex-secondary-reset-at", "1766000100")]);
         assert_eq!(reset_at_unix_ms(&h, None, NOW), Some(NOW + 100_000));
+    }
+
+    #[test]
+    fn codex_windows_with_room_left_say_nothing_about_a_burst_429() {
+        let h = headers(&[
+            ("x-codex-primary-used-percent", "12"),
+            ("x-codex-primary-reset-after-seconds", "14400"),
+            ("x-codex-secondary-used-percent", "3"),
+            ("x-codex-secondary-reset-after-seconds", "600000"),
+            ("retry-after", "2"),
+        ]);
+        assert_eq!(reset_at_unix_ms(&h, None, NOW), Some(NOW + 2_000));
+        let h = headers(&[
+            ("x-codex-primary-used-percent", "99.5"),
+            ("x-codex-primary-reset-after-seconds", "14400"),
+        ]);
+        assert_eq!(
+            reset_at_unix_ms(&h, None, NOW),
+            None,
+            "the caller's backoff applies"
+        );
+    }
+
+    #[test]
+    fn api_rate_limit_headers_give_the_reset_of_the_exhausted_limit() {
+        let h = headers(&[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "6m0s"),
+            ("x-ratelimit-remaining-tokens", "149000"),
+            ("x-ratelimit-reset-tokens", "20ms"),
+        ]);
+        assert_eq!(reset_at_unix_ms(&h, None, NOW), Some(NOW + 360_000));
+        let h = headers(&[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "1s"),
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "1m30s"),
+        ]);
+        assert_eq!(reset_at_unix_ms(&h, None, NOW), Some(NOW + 90_000));
+        let h = headers(&[("x-ratelimit-reset-images", "12s")]);
+        assert_eq!(reset_at_unix_ms(&h, None, NOW), Some(NOW + 12_000));
+        let h = headers(&[
+            ("x-ratelimit-remaining-requests", "4"),
+            ("x-ratelimit-reset-requests", "6m0s"),
+        ]);
+        assert_eq!(reset_at_unix_ms(&h, None, NOW), None);
+        let h = headers(&[("x-ratelimit-reset-requests", "6m0s"), ("retry-after", "3")]);
+        assert_eq!(
+            reset_at_unix_ms(&h, None, NOW),
+            Some(NOW + 3_000),
+            "retry-after first"
+        );
     }
 
     #[test]
