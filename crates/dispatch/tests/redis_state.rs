@@ -137,6 +137,36 @@ async fn cooling_accounts_are_skipped_and_the_earliest_reset_reported() {
 }
 
 #[tokio::test]
+async fn a_cooldown_recorded_by_a_caller_that_stopped_waiting_still_lands() {
+    use futures::FutureExt;
+
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"])];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    // The connection is up, so the next call's first poll goes to Redis and waits for it.
+    drop(pool.acquire(&image(SizeClass::Standard)).await.unwrap());
+    let limited = Outcome::RateLimited {
+        reset_at: Some(START.plus(Duration::from_secs(90))),
+        scope: LimitScope::All,
+    };
+    // A client that hung up while its 429 was being recorded.
+    let abandoned = pool.record_outcome(&"a".into(), &limited).now_or_never();
+    assert!(abandoned.is_none(), "the first poll waits for Redis");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !matches!(
+        pool.acquire(&image(SizeClass::Standard)).await,
+        Err(PoolError::AllCoolingDown { .. })
+    ) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cooldown never landed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
 async fn image_only_limits_block_only_image_requests() {
     let prefix = TestPrefix::new();
     let clock = clock();

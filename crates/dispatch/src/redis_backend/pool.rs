@@ -38,7 +38,7 @@ pub struct RedisPoolState {
     releases: Arc<ReleaseQueue>,
     /// The sorted set of every lease this replica holds.
     leases: Mutex<HashMap<LeaseId, String>>,
-    health_locks: UpdateLocks,
+    health_locks: Arc<UpdateLocks>,
 }
 
 impl RedisPoolState {
@@ -56,7 +56,7 @@ impl RedisPoolState {
             keys: Keys::new(&config.prefix),
             policy,
             leases: Mutex::new(HashMap::new()),
-            health_locks: UpdateLocks::default(),
+            health_locks: Arc::default(),
         })
     }
 
@@ -170,18 +170,30 @@ impl PoolState for RedisPoolState {
         outcome: &Outcome,
         now: UnixMillis,
     ) -> Result<(), StateError> {
+        // In a task of its own: a caller that stops waiting (its client hung up) must not take
+        // a 429's cooldown with it, or every replica keeps picking the limited account.
         let mut connection = self.connection.clone();
-        health::update(
-            &mut connection,
-            &self.keys,
-            &self.health_locks,
-            account,
-            Unreadable::Fail,
-            |health| {
-                health.apply(outcome, &self.policy, now);
-            },
-        )
-        .await
+        let keys = self.keys.clone();
+        let locks = Arc::clone(&self.health_locks);
+        let policy = self.policy.clone();
+        let account = account.clone();
+        let outcome = outcome.clone();
+        let update = tokio::spawn(async move {
+            health::update(
+                &mut connection,
+                &keys,
+                &locks,
+                &account,
+                Unreadable::Fail,
+                |health| {
+                    health.apply(&outcome, &policy, now);
+                },
+            )
+            .await
+        });
+        update
+            .await
+            .map_err(|e| StateError::Backend(format!("recording an outcome failed: {e}")))?
     }
 
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
