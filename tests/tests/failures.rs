@@ -339,6 +339,15 @@ async fn a_try_after_a_slow_failure_gets_only_the_time_the_request_has_left() {
     // (Only the error is shown on failure: a 200's body is a whole image.)
     assert!(matches!(status, 502 | 504), "{status}: {}", body["error"]);
     assert!(body["error"]["code"].is_string(), "{status}: {}", body["error"]);
+    // acct-b ran out of the time acct-a used up: not a failure of acct-b's.
+    let listed = s.accounts();
+    let b = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "acct-b")
+        .unwrap();
+    assert_eq!(b["live"]["failures"], 0, "{b}");
 }
 
 #[tokio::test]

@@ -25,6 +25,16 @@ impl Deadline {
         self.budget.saturating_sub(began.elapsed())
     }
 
+    /// The whole budget.
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+
+    /// Whether a try already started the clock (a later try gets less than the whole budget).
+    pub fn started(&self) -> bool {
+        self.began.is_some()
+    }
+
     /// Whether the clock started and the whole budget is spent.
     pub fn passed(&self) -> bool {
         self.began.is_some_and(|began| began.elapsed() >= self.budget)
@@ -40,7 +50,10 @@ mod tests {
         let mut deadline = Deadline::new(Duration::from_secs(10));
         tokio::time::sleep(Duration::from_secs(30)).await;
         assert!(!deadline.passed(), "waiting for a first try spends nothing");
+        assert!(!deadline.started());
         assert_eq!(deadline.start(), Duration::from_secs(10));
+        assert!(deadline.started());
+        assert_eq!(deadline.budget(), Duration::from_secs(10));
         tokio::time::sleep(Duration::from_secs(4)).await;
         assert_eq!(deadline.start(), Duration::from_secs(6));
         assert!(!deadline.passed());

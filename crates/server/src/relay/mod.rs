@@ -81,11 +81,17 @@ pub async fn relay(
             tried.push(account);
             continue;
         };
+        // The request's one deadline, over all its tries: a try after a slow failure gets what
+        // is left, and none is made once nothing is (a wait for a free account can outlast it).
+        let later_try = deadline.started();
+        let time_left = deadline.start();
+        if later_try && time_left.is_zero() {
+            drop(lease);
+            let timed_out = Failure::timeout(deadline.budget());
+            return Err(failure_error(last.as_ref().unwrap_or(&timed_out)));
+        }
         usage.account(account.as_str().parse::<i64>().ok());
         usage.upstream_started();
-        // The request's one deadline, over all its tries: a try after a slow failure gets what
-        // is left.
-        let time_left = deadline.start();
         let answer = match app.upstream.call(&target, request.call, time_left).await {
             Ok(reply) => first_event.settle(reply).await,
             failed => failed,
@@ -104,7 +110,14 @@ pub async fn relay(
             }
             Err(failure) => {
                 usage.upstream_closed();
-                record(app, &account, &outcome_of(&failure)).await;
+                // A later try's timeout came from the time earlier tries used up, not from this
+                // account: not held against it (three would open its circuit breaker).
+                let outcome = if later_try && failure.kind == FailureKind::Timeout {
+                    imagegate_dispatch::Outcome::Invalid
+                } else {
+                    outcome_of(&failure)
+                };
+                record(app, &account, &outcome).await;
                 drop(lease);
                 tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,
                     "upstream call failed");
