@@ -73,13 +73,18 @@ impl LoginLimiter {
         }
     }
 
-    /// How long until a sign-in for these subjects is allowed again; `None` if it is allowed now.
-    pub fn retry_after(&self, subjects: &[Subject]) -> Option<Duration> {
-        self.retry_after_at(subjects, Instant::now())
-    }
-
+    #[cfg(test)]
     fn retry_after_at(&self, subjects: &[Subject], now: Instant) -> Option<Duration> {
         let failures = self.failures.lock();
+        self.wait_in(&failures, subjects, now)
+    }
+
+    fn wait_in(
+        &self,
+        failures: &HashMap<String, Vec<Instant>>,
+        subjects: &[Subject],
+        now: Instant,
+    ) -> Option<Duration> {
         subjects
             .iter()
             .filter_map(|subject| {
@@ -99,14 +104,40 @@ impl LoginLimiter {
             .max()
     }
 
-    /// Counts a failed sign-in against every subject.
-    pub fn record_failure(&self, subjects: &[Subject]) {
-        self.record_failure_at(subjects, Instant::now());
+    /// Counts a sign-in attempt as a failure against every subject before its password is
+    /// checked, in one step with the check of the limit; returns when it was counted, for
+    /// [`Self::forgive`] if the password was right. Counted afterwards, attempts sent together
+    /// would all pass the check before any was counted. `Err` is how long until one is allowed.
+    pub fn begin_attempt(&self, subjects: &[Subject]) -> Result<Instant, Duration> {
+        let now = Instant::now();
+        let mut failures = self.failures.lock();
+        if let Some(wait) = self.wait_in(&failures, subjects, now) {
+            return Err(wait);
+        }
+        self.push_failure(&mut failures, subjects, now);
+        Ok(now)
     }
 
-    fn record_failure_at(&self, subjects: &[Subject], now: Instant) {
-        let window = self.limit.window;
+    /// Takes back the failure [`Self::begin_attempt`] counted at `at` (the password was right).
+    pub fn forgive(&self, subjects: &[Subject], at: Instant) {
         let mut failures = self.failures.lock();
+        for subject in subjects {
+            if let Some(times) = failures.get_mut(&subject.key)
+                && let Some(position) = times.iter().position(|t| *t == at)
+            {
+                times.remove(position);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn record_failure_at(&self, subjects: &[Subject], now: Instant) {
+        let mut failures = self.failures.lock();
+        self.push_failure(&mut failures, subjects, now);
+    }
+
+    fn push_failure(&self, failures: &mut HashMap<String, Vec<Instant>>, subjects: &[Subject], now: Instant) {
+        let window = self.limit.window;
         if failures.len() >= SWEEP_THRESHOLD {
             failures.retain(|_, times| times.iter().any(|at| now.duration_since(*at) < window));
         }
@@ -149,6 +180,25 @@ mod tests {
 
     fn address(ip: &str) -> Subject {
         Subject::address(ip, &LIMIT)
+    }
+
+    #[test]
+    fn an_attempt_counts_before_its_password_is_checked_and_a_right_one_is_taken_back() {
+        let limiter = limiter();
+        let subjects = [user("alice"), address("10.0.0.1")];
+        let first = limiter.begin_attempt(&subjects).unwrap();
+        let _second = limiter.begin_attempt(&subjects).unwrap();
+        let _third = limiter.begin_attempt(&subjects).unwrap();
+        assert!(
+            limiter.begin_attempt(&subjects).is_err(),
+            "three still being checked"
+        );
+        limiter.forgive(&subjects, first);
+        assert!(
+            limiter.begin_attempt(&subjects).is_ok(),
+            "the right one no longer counts"
+        );
+        assert!(limiter.begin_attempt(&subjects).is_err());
     }
 
     #[test]

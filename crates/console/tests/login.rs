@@ -177,6 +177,35 @@ async fn failed_logins_are_rate_limited_per_user_name() {
     );
 }
 
+#[tokio::test]
+async fn sign_ins_sent_together_are_limited_like_sign_ins_sent_one_by_one() {
+    let limit = LoginLimit {
+        max_failures: 2,
+        max_failures_per_address: 100,
+        window: Duration::from_secs(300),
+    };
+    let console = Console::with_config(ConsoleConfig {
+        login_limit: limit,
+        ..ConsoleConfig::default()
+    })
+    .await;
+    console.user("alice", "alice-password", false).await;
+    let guesses = (0..12).map(|i| {
+        let console = &console;
+        async move { console.try_login("alice", &format!("guess-{i}")).await.status }
+    });
+    let statuses = futures::future::join_all(guesses).await;
+    let checked = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((checked, refused), (2, 10), "{statuses:?}");
+}
+
 /// Posts the login form from the client address `ip`.
 async fn login_from(console: &Console, ip: [u8; 4], name: &str, password: &str) -> StatusCode {
     let page = console.get("/login", None).await;

@@ -65,11 +65,17 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
     }
 }
 
-/// Only same-site absolute paths are followed after sign-in.
+/// Password checks that may run at once.
+static PASSWORD_CHECKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
+/// Only same-site absolute paths are followed after sign-in. Control characters are refused:
+/// browsers drop tabs and line breaks from a URL, so `/<tab>/evil.example` would become
+/// `//evil.example`, another site (and a line break cannot go in a `Location` header).
 fn safe_next(next: &str) -> &str {
     let ok = next.starts_with('/')
         && !next.starts_with("//")
         && !next.contains('\\')
+        && !next.chars().any(char::is_control)
         && !next.starts_with("/login");
     if ok { next } else { "/keys" }
 }
@@ -121,6 +127,31 @@ pub(crate) async fn form(
     login_page(&state, &headers, StatusCode::OK, &query.next, "", flash)
 }
 
+/// The answer to a sign-in refused by the failure limits.
+fn too_many(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    ip: &str,
+    next: &str,
+    username: &str,
+    wait: std::time::Duration,
+) -> PageResult {
+    let minutes = wait.as_secs().div_ceil(60).max(1);
+    tracing::warn!(ip = %ip, "console sign-in refused: too many failures");
+    let flash = Flash::error(format!(
+        "Too many failed sign-ins. Try again in {minutes} minute{}.",
+        if minutes == 1 { "" } else { "s" }
+    ));
+    login_page(
+        state,
+        headers,
+        StatusCode::TOO_MANY_REQUESTS,
+        next,
+        username,
+        Some(flash),
+    )
+}
+
 /// `POST /login` (its CSRF token was checked against the login cookie by the middleware).
 pub(crate) async fn submit(
     State(state): State<ConsoleState>,
@@ -133,36 +164,29 @@ pub(crate) async fn submit(
     let mut subjects = vec![Subject::user(&username, limit)];
     subjects.extend(ip.as_deref().map(|ip| Subject::address(ip, limit)));
     let ip = ip.unwrap_or_default();
-    if let Some(wait) = state.login_limiter.retry_after(&subjects) {
-        let minutes = wait.as_secs().div_ceil(60).max(1);
-        tracing::warn!(ip = %ip, "console sign-in refused: too many failures");
-        let flash = Flash::error(format!(
-            "Too many failed sign-ins. Try again in {minutes} minute{}.",
-            if minutes == 1 { "" } else { "s" }
-        ));
-        return login_page(
-            &state,
-            &headers,
-            StatusCode::TOO_MANY_REQUESTS,
-            &form.next,
-            &username,
-            Some(flash),
-        );
-    }
+    let attempt_at = match state.login_limiter.begin_attempt(&subjects) {
+        Ok(at) => at,
+        Err(wait) => return too_many(&state, &headers, &ip, &form.next, &username, wait),
+    };
     let user = state.store.user_by_name(&username).await?;
     let password = form.password;
     let hash = user.as_ref().and_then(|u| u.password_hash.clone());
-    let verified = tokio::task::spawn_blocking(move || match hash {
-        Some(hash) => verify_password(&password, &hash),
-        None => {
-            verify_against_dummy(&password);
-            false
-        }
-    })
-    .await
-    .unwrap_or(false);
+    // Each check holds about 19 MiB for a few milliseconds: a few at a time, however many
+    // sign-ins arrive together (from many addresses, each within its own limit).
+    let verified = match PASSWORD_CHECKS.acquire().await {
+        Ok(_permit) => tokio::task::spawn_blocking(move || match hash {
+            Some(hash) => verify_password(&password, &hash),
+            None => {
+                verify_against_dummy(&password);
+                false
+            }
+        })
+        .await
+        .unwrap_or(false),
+        Err(_) => false,
+    };
     let Some(user) = user.filter(|_| verified) else {
-        state.login_limiter.record_failure(&subjects);
+        // Already counted by `begin_attempt`.
         tracing::info!(ip = %ip, "console sign-in failed");
         let flash = Flash::error("Wrong user name or password.");
         return login_page(
@@ -174,6 +198,7 @@ pub(crate) async fn submit(
             Some(flash),
         );
     };
+    state.login_limiter.forgive(&subjects, attempt_at);
     state.login_limiter.clear(&Subject::user(&username, limit));
     // A new token on every sign-in (no session fixation); drop any previous session.
     if let Some(old) = cookies::read(&headers, SESSION_COOKIE).and_then(|v| SessionToken::parse(&v)) {
@@ -243,5 +268,9 @@ mod tests {
         assert_eq!(safe_next("/\\evil.example"), "/keys");
         assert_eq!(safe_next(""), "/keys");
         assert_eq!(safe_next("/login"), "/keys");
+        assert_eq!(safe_next("/\t/evil.example"), "/keys");
+        assert_eq!(safe_next("/\n/evil.example"), "/keys");
+        assert_eq!(safe_next("/keys\r\nSet-Cookie: x=y"), "/keys");
+        assert_eq!(safe_next("/usage\u{7f}"), "/keys");
     }
 }
