@@ -347,6 +347,16 @@ async fn missing_malformed_unknown_disabled_and_deleted_keys_get_401() {
     imagegate_e2e::admin(s.dir.path(), &["keys", "disable", second]);
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     assert_invalid_key(&s, Some(second)).await;
+    imagegate_e2e::admin(s.dir.path(), &["keys", "enable", second]);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let again = s
+        .client
+        .get(s.gateway.v1("/models"))
+        .bearer_auth(second)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200, "enabled again by the administrator");
     imagegate_e2e::admin(s.dir.path(), &["keys", "delete", &s.key]);
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     assert_invalid_key(&s, Some(&s.key)).await;

@@ -123,6 +123,34 @@ async fn disable_enable_and_delete_with_confirmation_invalidate_the_cache() {
         .await;
     assert_eq!(console.store.key(key.id).await.unwrap().status, KeyStatus::Active);
 
+    // Switched off by an administrator: the owner can no longer switch it on (or turn the
+    // suspension into an ordinary disabling it could then undo).
+    console.store.suspend_key(key.id).await.unwrap();
+    let keys_page = console.get("/keys", Some(&browser.cookie)).await;
+    assert!(keys_page.body.contains("pill-suspended"));
+    assert!(
+        !keys_page
+            .body
+            .contains(&format!("action=\"/keys/{}/enable\"", key.id)),
+        "no enable button for a suspended key"
+    );
+    for action in ["enable", "disable"] {
+        let refused = console
+            .submit(&browser, &format!("/keys/{}/{action}", key.id), &[])
+            .await;
+        let page = console.follow(&refused, &browser).await;
+        assert!(
+            page.body.contains("only an administrator can enable it"),
+            "{action}: {}",
+            page.body
+        );
+        assert_eq!(
+            console.store.key(key.id).await.unwrap().status,
+            KeyStatus::Suspended
+        );
+    }
+    console.store.reinstate_key(key.id).await.unwrap();
+
     let confirm = console
         .get(&format!("/keys/{}/delete", key.id), Some(&browser.cookie))
         .await;

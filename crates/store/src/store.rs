@@ -71,17 +71,24 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn list_keys(&self, user: Option<UserId>) -> StoreResult<Vec<ApiKeyRecord>>;
     /// Changes a key's name, group, limits or fallback setting.
     async fn update_key(&self, id: KeyId, update: KeyUpdate) -> StoreResult<ApiKeyRecord>;
-    /// Sets a key's status. A deleted key stays deleted
-    /// ([`Conflict`](crate::StoreError::Conflict) otherwise).
+    /// Sets a key's status. A deleted key stays deleted, and a suspended one only becomes
+    /// deleted ([`Conflict`](crate::StoreError::Conflict) otherwise).
     async fn set_key_status(&self, id: KeyId, status: KeyStatus) -> StoreResult<ApiKeyRecord>;
-    /// Disables a key (remember to [`KeyCache::invalidate`](crate::KeyCache::invalidate)).
+    /// Disables a key, as its owner (remember to
+    /// [`KeyCache::invalidate`](crate::KeyCache::invalidate)). Not a suspended key.
     async fn disable_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
         self.set_key_status(id, KeyStatus::Disabled).await
     }
-    /// Enables a disabled key.
+    /// Enables a disabled key, as its owner. Not a suspended key.
     async fn enable_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
         self.set_key_status(id, KeyStatus::Active).await
     }
+    /// Switches a key off as an administrator: its owner cannot enable it again.
+    async fn suspend_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
+        self.set_key_status(id, KeyStatus::Suspended).await
+    }
+    /// Makes a disabled or suspended key active again, as an administrator.
+    async fn reinstate_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord>;
     /// Soft-deletes a key: it stays for usage history and never authenticates again.
     async fn delete_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
         self.set_key_status(id, KeyStatus::Deleted).await

@@ -27,6 +27,8 @@ struct KeyRow {
     last_used: String,
     status: &'static str,
     active: bool,
+    /// Switched off by an administrator: its owner cannot switch it back on.
+    suspended: bool,
 }
 
 /// A key shown once after creation, with ready-to-run snippets.
@@ -120,6 +122,7 @@ pub(crate) async fn list(
                 .map_or_else(|| "never".to_owned(), |t| dates::short(t, now)),
             status: k.status.as_str(),
             active: k.status == KeyStatus::Active,
+            suspended: k.status == KeyStatus::Suspended,
             name: k.name,
         })
         .collect();
@@ -229,13 +232,28 @@ pub(crate) async fn disable(
     Path(id): Path<i64>,
 ) -> PageResult {
     let key = own_key(&state, &me, id).await?;
-    state.store.disable_key(key.id).await?;
+    if key.status == KeyStatus::Suspended {
+        return suspended(&state, &mut me, &key).await;
+    }
+    match state.store.disable_key(key.id).await {
+        Err(StoreError::Conflict(_)) => return suspended(&state, &mut me, &key).await,
+        done => done?,
+    };
     state.backend.invalidate_key(&key.public_id);
     let flash = Flash::success(format!(
         "Key “{}” disabled: requests with it are refused until you enable it.",
         key.name
     ));
     me.redirect_with(&state, flash, "/keys").await
+}
+
+/// The answer to a change of a key an administrator suspended.
+async fn suspended(state: &ConsoleState, me: &mut SignedIn, key: &ApiKeyRecord) -> PageResult {
+    let flash = Flash::error(format!(
+        "Key “{}” was disabled by an administrator; only an administrator can enable it.",
+        key.name
+    ));
+    me.redirect_with(state, flash, "/keys").await
 }
 
 /// `POST /keys/{id}/enable`
@@ -245,7 +263,14 @@ pub(crate) async fn enable(
     Path(id): Path<i64>,
 ) -> PageResult {
     let key = own_key(&state, &me, id).await?;
-    state.store.enable_key(key.id).await?;
+    if key.status == KeyStatus::Suspended {
+        return suspended(&state, &mut me, &key).await;
+    }
+    match state.store.enable_key(key.id).await {
+        // Suspended meanwhile.
+        Err(StoreError::Conflict(_)) => return suspended(&state, &mut me, &key).await,
+        done => done?,
+    };
     state.backend.invalidate_key(&key.public_id);
     me.redirect_with(
         &state,

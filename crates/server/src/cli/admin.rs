@@ -144,8 +144,16 @@ pub async fn keys(store: &Arc<dyn Store>, command: KeysCommand) -> Result<()> {
         }
         KeysCommand::Disable { key } => {
             let record = find_key(store, &key).await?;
-            store.disable_key(record.id).await?;
-            println!("disabled key {}", record.id);
+            store.suspend_key(record.id).await?;
+            println!(
+                "disabled key {} (suspended: only `keys enable` turns it on again)",
+                record.id
+            );
+        }
+        KeysCommand::Enable { key } => {
+            let record = find_key(store, &key).await?;
+            store.reinstate_key(record.id).await?;
+            println!("enabled key {}", record.id);
         }
         KeysCommand::Delete { key } => {
             let record = find_key(store, &key).await?;

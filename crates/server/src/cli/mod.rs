@@ -129,8 +129,11 @@ pub enum KeysCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Disable a key (by id or public id).
+    /// Disable a key (by id or public id) as an administrator: suspended, its owner cannot
+    /// enable it again from the console.
     Disable { key: String },
+    /// Enable a key again (by id or public id), whether its owner disabled it or it was suspended.
+    Enable { key: String },
     /// Delete a key (by id or public id).
     Delete { key: String },
 }

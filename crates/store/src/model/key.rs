@@ -11,13 +11,16 @@ use crate::Secret;
 pub enum KeyStatus {
     /// Usable.
     Active,
-    /// Switched off; may be enabled again.
+    /// Switched off by its owner; the owner may enable it again.
     Disabled,
+    /// Switched off by an administrator: only an administrator enables it again
+    /// ([`Store::reinstate_key`](crate::Store::reinstate_key)); its owner can still delete it.
+    Suspended,
     /// Soft-deleted: kept for usage history, never authenticates again.
     Deleted,
 }
 
-text_enum!(KeyStatus { Active => "active", Disabled => "disabled", Deleted => "deleted" });
+text_enum!(KeyStatus { Active => "active", Disabled => "disabled", Suspended => "suspended", Deleted => "deleted" });
 
 /// Per-key limits enforced by the server (`None` = no limit of that kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -107,8 +107,11 @@ pub(super) async fn set_key_status(
     id: KeyId,
     status: KeyStatus,
 ) -> StoreResult<ApiKeyRecord> {
+    // A deleted key stays deleted; a suspended one only becomes deleted (or is reinstated).
     let sql = format!(
-        "UPDATE api_keys SET status = $2 WHERE id = $1 AND (status <> 'deleted' OR $2 = 'deleted') \
+        "UPDATE api_keys SET status = $2 WHERE id = $1 \
+         AND (status <> 'deleted' OR $2 = 'deleted') \
+         AND (status <> 'suspended' OR $2 IN ('deleted', 'suspended')) \
          RETURNING {KEY_COLUMNS}"
     );
     let row: Option<KeyRow> = sqlx::query_as(&sql)
@@ -116,10 +119,29 @@ pub(super) async fn set_key_status(
         .bind(status.as_str())
         .fetch_optional(pool)
         .await?;
+    changed_or_conflict(pool, id, status, row).await
+}
+
+/// Makes a key that is not deleted active again, whether its owner disabled it or an
+/// administrator suspended it.
+pub(super) async fn reinstate_key(pool: &Pool<Db>, id: KeyId) -> StoreResult<ApiKeyRecord> {
+    let sql = format!(
+        "UPDATE api_keys SET status = 'active' WHERE id = $1 AND status <> 'deleted' RETURNING {KEY_COLUMNS}"
+    );
+    let row: Option<KeyRow> = sqlx::query_as(&sql).bind(id.0).fetch_optional(pool).await?;
+    changed_or_conflict(pool, id, KeyStatus::Active, row).await
+}
+
+async fn changed_or_conflict(
+    pool: &Pool<Db>,
+    id: KeyId,
+    status: KeyStatus,
+    row: Option<KeyRow>,
+) -> StoreResult<ApiKeyRecord> {
     match row {
         Some(row) => row.into_record(),
         None => {
-            // Either there is no such key, or it is deleted and cannot come back.
+            // Either there is no such key, or its status cannot become `status`.
             let existing = key(pool, id).await?;
             Err(StoreError::Conflict(format!(
                 "api key {id} is {} and cannot become {status}",

@@ -94,6 +94,10 @@ impl Store for BackendStore {
         keys::set_key_status(&self.pool, id, status).await
     }
 
+    async fn reinstate_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
+        keys::reinstate_key(&self.pool, id).await
+    }
+
     async fn authenticate(&self, presented: &str) -> StoreResult<Option<AuthContext>> {
         keys::authenticate(&self.pool, presented).await
     }

@@ -100,6 +100,21 @@ async fn key_life_cycle(db: Arc<TestDb>) {
     assert_eq!(store.enable_key(id).await.unwrap().status, KeyStatus::Active);
     assert!(store.authenticate(text).await.unwrap().is_some());
 
+    // Suspended by an administrator: its owner can neither enable nor re-disable it.
+    assert_eq!(store.suspend_key(id).await.unwrap().status, KeyStatus::Suspended);
+    assert_eq!(store.authenticate(text).await.unwrap(), None);
+    assert!(matches!(store.enable_key(id).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        store.disable_key(id).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(store.key(id).await.unwrap().status, KeyStatus::Suspended);
+    assert_eq!(store.authenticate(text).await.unwrap(), None);
+    assert_eq!(store.reinstate_key(id).await.unwrap().status, KeyStatus::Active);
+    assert!(store.authenticate(text).await.unwrap().is_some());
+    store.disable_key(id).await.unwrap();
+    assert_eq!(store.reinstate_key(id).await.unwrap().status, KeyStatus::Active);
+
     let listed: Vec<KeyId> = store
         .list_keys(None)
         .await
@@ -121,6 +136,11 @@ async fn key_life_cycle(db: Arc<TestDb>) {
     assert_eq!(store.authenticate(text).await.unwrap(), None);
     let revive = store.enable_key(id).await;
     assert!(matches!(revive, Err(StoreError::Conflict(_))), "{revive:?}");
+    let reinstated = store.reinstate_key(id).await;
+    assert!(
+        matches!(reinstated, Err(StoreError::Conflict(_))),
+        "{reinstated:?}"
+    );
     assert_eq!(store.authenticate(text).await.unwrap(), None);
     assert!(store.list_keys(Some(alice)).await.unwrap().is_empty());
     assert_eq!(store.key(id).await.unwrap().status, KeyStatus::Deleted);
