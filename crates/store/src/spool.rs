@@ -172,8 +172,15 @@ impl UsageSpool {
             std::cmp::Ordering::Equal => &self.own,
             std::cmp::Ordering::Greater => return None,
         };
-        let (batch, consumed, at_end) =
-            read_from(file, cursor.offset, batch_size.max(1), &mut cursor.summary);
+        let read = read_from(file, cursor.offset, batch_size.max(1), &mut cursor.summary);
+        let (batch, consumed, at_end) = match read {
+            Ok(read) => read,
+            // Kept by `finish_replay`, for a later replay to read whole.
+            Err(partly) => {
+                cursor.unreadable.push(cursor.file);
+                (partly, 0, true)
+            }
+        };
         cursor.summary.records += u64::try_from(batch.len()).unwrap_or(u64::MAX);
         if at_end {
             cursor.file += 1;
@@ -185,10 +192,19 @@ impl UsageSpool {
     }
 
     /// Forgets everything read by a replay that went through: claimed files are removed, the
-    /// own file is emptied.
-    pub(crate) fn finish_replay(&mut self) {
-        for orphan in self.orphans.drain(..) {
-            orphan.discard();
+    /// own file is emptied; a file that could not be read to its end (an I/O error) is kept.
+    pub(crate) fn finish_replay(&mut self, cursor: &ReplayCursor) {
+        let mut index = 0;
+        for orphan in std::mem::take(&mut self.orphans) {
+            if cursor.unreadable.contains(&index) {
+                self.orphans.push(orphan);
+            } else {
+                orphan.discard();
+            }
+            index += 1;
+        }
+        if cursor.unreadable.contains(&index) {
+            return;
         }
         match self.own.file.set_len(0) {
             Ok(()) => {
@@ -212,6 +228,8 @@ pub(crate) struct ReplayCursor {
     offset: u64,
     /// What was read so far.
     pub(crate) summary: ReadSummary,
+    /// Files (by the index of `file`) whose reading failed before their end.
+    unreadable: Vec<usize>,
 }
 
 impl Drop for UsageSpool {
@@ -223,19 +241,19 @@ impl Drop for UsageSpool {
 }
 
 /// Reads up to `batch_size` records from `locked` starting at byte `offset`. Returns them, the
-/// bytes consumed, and whether the end of the file was reached.
+/// bytes consumed, and whether the end of the file was reached; on an I/O error, the records read
+/// before it.
 fn read_from(
     locked: &LockedFile,
     offset: u64,
     batch_size: usize,
     summary: &mut ReadSummary,
-) -> (Vec<UsageRecord>, u64, bool) {
+) -> Result<(Vec<UsageRecord>, u64, bool), Vec<UsageRecord>> {
     let mut batch = Vec::with_capacity(batch_size);
     let mut file = &locked.file;
     if let Err(err) = file.seek(SeekFrom::Start(offset)) {
-        tracing::error!(path = %locked.path.display(), error = %err, "cannot read a usage spool file");
-        summary.corrupt_lines += 1;
-        return (batch, 0, true);
+        tracing::error!(path = %locked.path.display(), error = %err, "cannot read a usage spool file; it is kept for a later replay");
+        return Err(batch);
     }
     let mut reader = BufReader::new(file);
     let mut consumed = 0u64;
@@ -243,12 +261,11 @@ fn read_from(
     while batch.len() < batch_size {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
-            Ok(0) => return (batch, consumed, true),
+            Ok(0) => return Ok((batch, consumed, true)),
             Ok(n) => consumed += u64::try_from(n).unwrap_or(u64::MAX),
             Err(err) => {
-                tracing::error!(path = %locked.path.display(), error = %err, "reading a usage spool file failed; the rest is skipped");
-                summary.corrupt_lines += 1;
-                return (batch, consumed, true);
+                tracing::error!(path = %locked.path.display(), error = %err, "reading a usage spool file failed; it is kept for a later replay");
+                return Err(batch);
             }
         }
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -262,7 +279,7 @@ fn read_from(
             }
         }
     }
-    (batch, consumed, false)
+    Ok((batch, consumed, false))
 }
 
 /// Creates, locks and only then names the own file `*.jsonl`, so no other process can claim it.

@@ -13,7 +13,7 @@ async fn drain(spool: &mut UsageSpool, batch_size: usize) -> (Vec<String>, ReadS
         assert!(batch.len() <= batch_size);
         seen.extend(batch.iter().map(|r| r.request_id.clone()));
     }
-    spool.finish_replay();
+    spool.finish_replay(&cursor);
     (seen, cursor.summary)
 }
 
@@ -82,6 +82,33 @@ async fn the_file_of_a_dead_process_is_claimed_and_removed_after_replay() {
         spool_files(dir.path()).is_empty(),
         "an empty spool leaves no file behind"
     );
+}
+
+#[tokio::test]
+async fn a_file_that_cannot_be_read_is_kept_for_a_later_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dead = UsageSpool::open(dir.path()).unwrap();
+    dead.append(&(0..4).map(record).collect::<Vec<_>>()).unwrap();
+    let dead_path = dead.path().to_owned();
+    drop(dead);
+    let mut next = UsageSpool::open(dir.path()).unwrap();
+    next.append(&[record(9)]).unwrap();
+    // The claimed file's handle can no longer be read (as after an I/O error of the disk).
+    let claimed = next.orphans.first_mut().unwrap();
+    claimed.file = OpenOptions::new().append(true).open(&dead_path).unwrap();
+    let (seen, _) = drain(&mut next, 10).await;
+    assert_eq!(seen, ["spool-req-9"], "the readable file was replayed");
+    assert!(dead_path.exists(), "the unreadable file is kept");
+    assert!(!next.is_empty(), "and replayed again later");
+    next.orphans.first_mut().unwrap().file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(&dead_path)
+        .unwrap();
+    let (seen, _) = drain(&mut next, 10).await;
+    assert_eq!(seen.len(), 4);
+    assert!(!dead_path.exists());
+    assert!(next.is_empty());
 }
 
 #[tokio::test]

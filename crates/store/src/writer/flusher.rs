@@ -240,7 +240,7 @@ impl Flusher {
             }
         }
         if result.is_ok() {
-            spool.finish_replay();
+            spool.finish_replay(&cursor);
         }
         let summary = cursor.summary;
         self.spool = Some(spool);
