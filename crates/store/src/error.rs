@@ -79,6 +79,35 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether the database refused the data itself (a constraint, a value out of range, a value
+    /// it cannot take): the same rows fail again however often they are retried, while other rows
+    /// go in. A lost connection, a timeout, a lock or a missing table is not such a refusal.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            Self::Database(sqlx::Error::Encode(_)) => true,
+            Self::Database(sqlx::Error::Database(db)) => {
+                use sqlx::error::ErrorKind;
+                if !matches!(db.kind(), ErrorKind::Other) {
+                    return true; // unique, foreign key, not null or check violation
+                }
+                let Some(code) = db.code() else {
+                    return false;
+                };
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    // The primary code of an extended one: TOOBIG, CONSTRAINT, MISMATCH, RANGE.
+                    code.parse::<u32>()
+                        .is_ok_and(|code| matches!(code & 0xff, 18 | 19 | 20 | 25))
+                } else {
+                    // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation).
+                    code.starts_with("22") || code.starts_with("23")
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
 fn sqlx_error_is_unavailable(err: &sqlx::Error) -> bool {
     match err {
         sqlx::Error::Io(_)

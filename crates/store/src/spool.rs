@@ -11,6 +11,11 @@
 //! process. At start a process claims every spool file whose lock is free (its owner died) and
 //! replays it with its own. A line that does not parse (a crash in the middle of a write leaves a
 //! partial last line) is skipped with a warning.
+//!
+//! Records the database refuses one by one (a constraint, a value it cannot take) are set aside in
+//! `usage-<pid>-<nanos>.rejected` beside them, in the same format, so they cannot hold back the
+//! others. They are never replayed on their own: once the cause is fixed, renaming the file to
+//! `*.jsonl` makes the next start replay it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
@@ -22,6 +27,8 @@ use crate::model::UsageRecord;
 const SPOOL_EXT: &str = "jsonl";
 /// Extension of a spool file being created (not yet locked, never claimed by others).
 const CREATING_EXT: &str = "creating";
+/// Extension of the file of records the database refused.
+const REJECTED_EXT: &str = "rejected";
 
 /// How the spool can fail.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +87,8 @@ pub struct UsageSpool {
     own_records: u64,
     /// Files of dead processes, claimed at open and not yet replayed.
     orphans: Vec<LockedFile>,
+    /// Where refused records are set aside, once there was one.
+    rejected: Option<(PathBuf, File)>,
 }
 
 /// What a replay read.
@@ -110,6 +119,7 @@ impl UsageSpool {
             own_len: 0,
             own_records: 0,
             orphans,
+            rejected: None,
         })
     }
 
@@ -131,11 +141,7 @@ impl UsageSpool {
     /// Appends `records` as one line each and syncs the file to disk. On error nothing of the
     /// batch stays in the file.
     pub fn append(&mut self, records: &[UsageRecord]) -> Result<(), SpoolError> {
-        let mut text = Vec::with_capacity(records.len() * 512);
-        for record in records {
-            serde_json::to_writer(&mut text, record)?;
-            text.push(b'\n');
-        }
+        let text = lines(records)?;
         let written = (&self.own.file)
             .write_all(&text)
             .and_then(|()| self.own.file.sync_data());
@@ -150,6 +156,32 @@ impl UsageSpool {
         self.own_len += u64::try_from(text.len()).unwrap_or(u64::MAX);
         self.own_records += u64::try_from(records.len()).unwrap_or(u64::MAX);
         Ok(())
+    }
+
+    /// Sets aside records the database refused, in this process's `*.rejected` file (created on
+    /// first use), fsynced. Returns the file's path.
+    pub fn set_aside(&mut self, records: &[UsageRecord]) -> Result<PathBuf, SpoolError> {
+        let (path, file) = match self.rejected.take() {
+            Some(open) => open,
+            None => {
+                let path = self.own.path.with_extension(REJECTED_EXT);
+                let file = OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)
+                    .map_err(io_error(&path))?;
+                (path, file)
+            }
+        };
+        let written = lines(records).and_then(|text| {
+            (&file)
+                .write_all(&text)
+                .and_then(|()| file.sync_data())
+                .map_err(io_error(&path))
+        });
+        let kept = path.clone();
+        self.rejected = Some((path, file));
+        written.map(|()| kept)
     }
 
     /// Starts reading every spooled record: claimed files first, then the own file. Feed the
@@ -238,6 +270,16 @@ impl Drop for UsageSpool {
             let _ = std::fs::remove_file(&self.own.path);
         }
     }
+}
+
+/// `records` as JSON Lines.
+fn lines(records: &[UsageRecord]) -> Result<Vec<u8>, SpoolError> {
+    let mut text = Vec::with_capacity(records.len() * 512);
+    for record in records {
+        serde_json::to_writer(&mut text, record)?;
+        text.push(b'\n');
+    }
+    Ok(text)
 }
 
 /// Reads up to `batch_size` records from `locked` starting at byte `offset`. Returns them, the

@@ -53,7 +53,7 @@ const CLASSES: [(SizeClass, &str); 2] = [(SizeClass::Large, "large"), (SizeClass
 
 /// Gauges of the usage writer: metric name, help text, and the value from the writer's counters.
 /// Registered (so rendered) in this order, after the per-account gauges.
-const USAGE_GAUGES: [(&str, &str, UsageGetter); 6] = [
+const USAGE_GAUGES: [(&str, &str, UsageGetter); 7] = [
     (
         "usage_queue_depth",
         "Usage records accepted but not yet written to the database",
@@ -83,6 +83,11 @@ const USAGE_GAUGES: [(&str, &str, UsageGetter); 6] = [
         "usage_spool_write_failures",
         "Failed appends to the usage spool (disk full?); those records stayed in memory",
         |writer| writer.failed_spool_writes,
+    ),
+    (
+        "usage_records_set_aside",
+        "Usage records the database refused one by one, set aside in the spool's *.rejected file",
+        |writer| writer.set_aside,
     ),
 ];
 

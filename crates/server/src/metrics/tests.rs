@@ -126,6 +126,7 @@ fn scrapes_show_the_pool_and_the_usage_queue() {
         spooled: 9,
         replayed: 7,
         failed_spool_writes: 2,
+        set_aside: 3,
         ..WriterStats::default()
     };
     let text = render(&m, Some(&pool), &writer);
@@ -158,6 +159,7 @@ fn scrapes_show_the_pool_and_the_usage_queue() {
     assert!(text.contains("imagegate_usage_records_spooled 9"), "{text}");
     assert!(text.contains("imagegate_usage_records_replayed 7"), "{text}");
     assert!(text.contains("imagegate_usage_spool_write_failures 2"), "{text}");
+    assert!(text.contains("imagegate_usage_records_set_aside 3"), "{text}");
 
     // An account removed from the pool disappears from the next scrape.
     let empty = PoolSnapshot {

@@ -10,6 +10,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 use super::{BACKLOG_BATCHES, Counters, UsageBackend, UsageWriterConfig, WriterError};
+use crate::error::StoreError;
 use crate::model::{KeyUse, UsageRecord};
 use crate::priority::WriterPriority;
 use crate::spool::UsageSpool;
@@ -100,20 +101,22 @@ impl Flusher {
         let batch_size = self.config.batch_size.max(1);
         while !buffer.is_empty() {
             let end = buffer.len().min(batch_size);
-            if let Err(last_error) = self.store_batch(buffer.get(..end).unwrap_or_default()).await {
+            let batch: Vec<UsageRecord> = buffer.drain(..end).collect();
+            if let Err(Unwritten { mut records, error }) = self.store_batch(batch).await {
+                records.append(buffer);
                 return Err(WriterError::Unflushed {
-                    records: std::mem::take(buffer),
-                    last_error,
+                    records,
+                    last_error: error,
                 });
             }
-            buffer.drain(..end);
         }
         Ok(())
     }
 
     /// Puts the batch in the database or, when that keeps failing and there is a spool, in the
-    /// spool. Retries until one works, or until the shutdown deadline has passed.
-    async fn store_batch(&mut self, batch: &[UsageRecord]) -> Result<(), String> {
+    /// spool. Retries until one works, or until the shutdown deadline has passed. Records the
+    /// database refuses one by one are set aside, not retried.
+    async fn store_batch(&mut self, mut batch: Vec<UsageRecord>) -> Result<(), Unwritten> {
         let mut backoff = self.config.retry_initial;
         let mut failures: u32 = 0;
         let mut last_error = String::new();
@@ -122,16 +125,33 @@ impl Flusher {
         let mut straight_to_spool = self.degraded();
         loop {
             if !straight_to_spool {
-                match self.attempt(batch).await {
+                match self.attempt(&batch).await {
                     Ok(inserted) => {
-                        self.on_written(batch, inserted).await;
+                        self.on_written(&batch, inserted).await;
                         self.counters.pending.fetch_sub(batch.len(), Ordering::AcqRel);
                         return Ok(());
                     }
-                    Err(error) => {
+                    Err(failure) => {
                         self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
                         failures += 1;
-                        last_error = error;
+                        last_error = failure.message;
+                        if failure.refusal {
+                            let before = batch.len();
+                            let left = match self.isolate(&batch, &last_error).await {
+                                Ok(_) => Vec::new(),
+                                Err(Unwritten { records, error }) => {
+                                    last_error = error;
+                                    records
+                                }
+                            };
+                            self.counters
+                                .pending
+                                .fetch_sub(before.saturating_sub(left.len()), Ordering::AcqRel);
+                            if left.is_empty() {
+                                return Ok(());
+                            }
+                            batch = left;
+                        }
                     }
                 }
             }
@@ -139,12 +159,15 @@ impl Flusher {
             let give_up_on_db =
                 straight_to_spool || past_deadline || failures >= self.config.spool_after_failures;
             straight_to_spool = false;
-            if give_up_on_db && self.spool_batch(batch) {
+            if give_up_on_db && self.spool_batch(&batch) {
                 return Ok(());
             }
             if past_deadline {
                 tracing::error!(error = %last_error, records = batch.len(), "usage write failed at shutdown");
-                return Err(last_error);
+                return Err(Unwritten {
+                    records: batch,
+                    error: last_error,
+                });
             }
             tracing::warn!(error = %last_error, records = batch.len(), retry_in_ms = backoff.as_millis(), "usage write failed; will retry");
             self.sleep_unless_stopped(backoff).await;
@@ -165,12 +188,93 @@ impl Flusher {
     }
 
     /// One insert, cut short by the write timeout or the shutdown deadline.
-    async fn attempt(&self, batch: &[UsageRecord]) -> Result<u64, String> {
+    async fn attempt(&self, batch: &[UsageRecord]) -> Result<u64, WriteFailure> {
         self.backend.set_priority(self.priority());
         let (until, what) = self.call_deadline();
         match tokio::time::timeout_at(until, self.backend.insert_usage_batch(batch)).await {
-            Ok(result) => result.map_err(|e| e.to_string()),
-            Err(_) => Err(format!("{what} reached during a write")),
+            Ok(result) => result.map_err(|e| WriteFailure::from(&e)),
+            Err(_) => Err(WriteFailure {
+                message: format!("{what} reached during a write"),
+                refusal: false,
+            }),
+        }
+    }
+
+    /// Stores a batch the database refused as a whole, in halves and halves of halves, until each
+    /// record it refuses stands alone; those are set aside. So one bad record holds back neither
+    /// its batch nor, once spooled, every record after it (a replay would stop at it forever).
+    /// Returns the records stored; cut short by any other failure, with the records neither stored
+    /// nor set aside.
+    async fn isolate(&mut self, batch: &[UsageRecord], refusal: &str) -> Result<usize, Unwritten> {
+        let mut stored = 0;
+        let mut parts = Vec::new();
+        self.split_refused(batch, refusal, &mut parts);
+        while let Some(part) = parts.pop() {
+            match self.attempt(part).await {
+                Ok(inserted) => {
+                    self.on_written(part, inserted).await;
+                    stored += part.len();
+                }
+                Err(failure) => {
+                    self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
+                    if failure.refusal {
+                        self.split_refused(part, &failure.message, &mut parts);
+                    } else {
+                        let mut records = part.to_vec();
+                        for rest in parts.iter().rev() {
+                            records.extend_from_slice(rest);
+                        }
+                        return Err(Unwritten {
+                            records,
+                            error: failure.message,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Queues the halves of a refused part (the first half on top), or sets a lone record aside.
+    fn split_refused<'a>(
+        &mut self,
+        part: &'a [UsageRecord],
+        refusal: &str,
+        parts: &mut Vec<&'a [UsageRecord]>,
+    ) {
+        if part.len() > 1 {
+            let (first, second) = part.split_at(part.len() / 2);
+            parts.push(second);
+            parts.push(first);
+        } else {
+            self.set_aside(part, refusal);
+        }
+    }
+
+    /// Keeps records the database refused out of its way: in the spool's `*.rejected` file or,
+    /// without a spool or when that cannot be written, in the log, the last place they can go (a
+    /// record holds ids, counts and times, no secret and no image).
+    fn set_aside(&mut self, records: &[UsageRecord], refusal: &str) {
+        let len = u64::try_from(records.len()).unwrap_or(u64::MAX);
+        self.counters.set_aside.fetch_add(len, Ordering::Relaxed);
+        match self.spool.as_mut().map(|spool| spool.set_aside(records)) {
+            Some(Ok(path)) => {
+                tracing::error!(error = %refusal, records = records.len(), path = %path.display(),
+                    "the database refused usage records: set aside (rename the file to *.jsonl to replay it once the cause is fixed)");
+                return;
+            }
+            Some(Err(error)) => tracing::error!(%error, "could not set aside refused usage records"),
+            None => {}
+        }
+        for record in records {
+            match serde_json::to_string(record) {
+                Ok(json) => {
+                    tracing::error!(error = %refusal, record = %json, "usage record refused by the database")
+                }
+                Err(_) => {
+                    tracing::error!(error = %refusal, request_id = %record.request_id, "usage record refused by the database")
+                }
+            }
         }
     }
 
@@ -214,13 +318,16 @@ impl Flusher {
         if !self.degraded() || Instant::now() < self.next_replay {
             return;
         }
-        let Some(mut spool) = self.spool.take() else {
+        let Some(mut cursor) = self.spool.as_ref().map(UsageSpool::start_replay) else {
             return;
         };
         let batch_size = self.config.batch_size.max(1);
-        let mut cursor = spool.start_replay();
         let mut result = Ok(());
-        while let Some(batch) = spool.next_batch(&mut cursor, batch_size) {
+        while let Some(batch) = self
+            .spool
+            .as_mut()
+            .and_then(|spool| spool.next_batch(&mut cursor, batch_size))
+        {
             if batch.is_empty() {
                 continue;
             }
@@ -233,17 +340,28 @@ impl Flusher {
                     self.counters.replayed.fetch_add(len, Ordering::Relaxed);
                     self.on_written(&batch, inserted).await;
                 }
-                Err(error) => {
-                    result = Err(error);
+                Err(failure) if failure.refusal => match self.isolate(&batch, &failure.message).await {
+                    Ok(stored) => {
+                        let len = u64::try_from(stored).unwrap_or(u64::MAX);
+                        self.counters.replayed.fetch_add(len, Ordering::Relaxed);
+                    }
+                    Err(unwritten) => {
+                        result = Err(unwritten.error);
+                        break;
+                    }
+                },
+                Err(failure) => {
+                    result = Err(failure.message);
                     break;
                 }
             }
         }
-        if result.is_ok() {
+        if result.is_ok()
+            && let Some(spool) = self.spool.as_mut()
+        {
             spool.finish_replay(&cursor);
         }
         let summary = cursor.summary;
-        self.spool = Some(spool);
         match result {
             Ok(()) => {
                 tracing::info!(
@@ -308,4 +426,26 @@ impl Flusher {
             Err(_) => tracing::warn!("updating last_used_at of keys failed: {what} reached"),
         }
     }
+}
+
+/// Why a write failed.
+struct WriteFailure {
+    message: String,
+    /// The database refused the rows themselves: retrying the same batch cannot help.
+    refusal: bool,
+}
+
+impl From<&StoreError> for WriteFailure {
+    fn from(error: &StoreError) -> Self {
+        Self {
+            message: error.to_string(),
+            refusal: error.is_refusal(),
+        }
+    }
+}
+
+/// Records that could be neither stored nor spooled, and the last error.
+struct Unwritten {
+    records: Vec<UsageRecord>,
+    error: String,
 }

@@ -15,6 +15,11 @@
 //! [`WriterPriority::Normal`] while more than [`BACKLOG_BATCHES`] batches wait, while the spool
 //! holds records, and during shutdown.
 //!
+//! A batch the database refuses for what it holds (a constraint, a value it cannot take) is
+//! stored in halves until each refused record stands alone; those are set aside
+//! ([`UsageSpool::set_aside`], or the log without a spool) and counted in
+//! [`WriterStats::set_aside`], so one bad record never holds back the others.
+//!
 //! A record is lost only visibly: the sink refuses it when the queue is full (handing it back), or
 //! [`UsageWriter::shutdown`] returns the records it could neither write nor spool before its
 //! deadline.
@@ -104,6 +109,9 @@ pub struct WriterStats {
     pub replayed: u64,
     /// Failed appends to the spool (disk full?); the batch stayed in memory.
     pub failed_spool_writes: u64,
+    /// Records the database refused one by one (a constraint, a value it cannot take), set aside
+    /// in the spool's `*.rejected` file (or, without a spool, in the log) so the others go in.
+    pub set_aside: u64,
 }
 
 /// Why a sink refused a record.
@@ -151,6 +159,7 @@ struct Counters {
     spooled: AtomicU64,
     replayed: AtomicU64,
     failed_spool_writes: AtomicU64,
+    set_aside: AtomicU64,
 }
 
 impl Counters {
@@ -164,6 +173,7 @@ impl Counters {
             spooled: self.spooled.load(Ordering::Relaxed),
             replayed: self.replayed.load(Ordering::Relaxed),
             failed_spool_writes: self.failed_spool_writes.load(Ordering::Relaxed),
+            set_aside: self.set_aside.load(Ordering::Relaxed),
         }
     }
 }

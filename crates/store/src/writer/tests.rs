@@ -21,6 +21,8 @@ struct FakeBackend {
     /// While set, `touch_keys` waits (until `touches_released` is notified).
     hold_touches: AtomicBool,
     touches_released: tokio::sync::Notify,
+    /// Request ids the database refuses (like a constraint would): a batch holding one fails.
+    refused: Mutex<Vec<String>>,
 }
 
 impl FakeBackend {
@@ -43,6 +45,12 @@ impl UsageBackend for FakeBackend {
         if failing {
             return Err(StoreError::Invalid("database unavailable (fake)".to_owned()));
         }
+        let refused = self.refused.lock().unwrap();
+        if let Some(bad) = records.iter().find(|r| refused.contains(&r.request_id)) {
+            let refusal = format!("value of {} refused (fake)", bad.request_id);
+            return Err(StoreError::Database(sqlx::Error::Encode(refusal.into())));
+        }
+        drop(refused);
         let ids = records.iter().map(|r| r.request_id.clone()).collect();
         self.batches.lock().unwrap().push(ids);
         let priority = self.priority.lock().unwrap().expect("set before every insert");
@@ -435,4 +443,98 @@ async fn records_spooled_at_shutdown_are_replayed_by_the_next_writer() {
     drop(sink);
     writer.shutdown().await.unwrap();
     assert_eq!(backend.written_ids().len(), 4);
+}
+
+fn refusing(ids: &[&str]) -> Arc<FakeBackend> {
+    let backend = FakeBackend::default();
+    *backend.refused.lock().unwrap() = ids.iter().map(|id| (*id).to_owned()).collect();
+    Arc::new(backend)
+}
+
+/// The records in the spool directory's `*.rejected` files.
+fn set_aside_ids(dir: &std::path::Path) -> Vec<String> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rejected") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let record: UsageRecord = serde_json::from_str(line).unwrap();
+                ids.push(record.request_id);
+            }
+        }
+    }
+    ids
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_the_database_refuses_are_set_aside_and_the_rest_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = refusing(&["req-1", "req-5"]);
+    let cfg = UsageWriterConfig {
+        batch_size: 8,
+        ..config()
+    };
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, Some(spool));
+    for i in 0..8 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().set_aside == 2).await;
+    let mut written = backend.written_ids();
+    written.sort();
+    assert_eq!(written, ["req-0", "req-2", "req-3", "req-4", "req-6", "req-7"]);
+    let mut aside = set_aside_ids(dir.path());
+    aside.sort();
+    assert_eq!(aside, ["req-1", "req-5"]);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(stats.pending, 0);
+    assert_eq!(stats.written, 6);
+    assert_eq!(
+        stats.spooled, 0,
+        "a refusal is not an outage: nothing waits in the spool"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_record_in_the_spool_does_not_stop_its_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = refusing(&["req-2"]);
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let cfg = UsageWriterConfig {
+        flush_interval: Duration::from_millis(200),
+        ..config()
+    };
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, Some(spool));
+    for i in 0..6 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().spooled == 6).await;
+
+    backend.fail_always.store(false, Ordering::SeqCst);
+    wait_until(|| sink.stats().replayed == 5).await;
+    assert_eq!(set_aside_ids(dir.path()), ["req-2"]);
+    // Replayed, the spool is empty: a new record goes to the database, not behind the bad one.
+    sink.record(record(6)).unwrap();
+    drop(sink);
+    let stats = writer.shutdown().await.unwrap();
+    let mut written = backend.written_ids();
+    written.sort();
+    assert_eq!(written, ["req-0", "req-1", "req-3", "req-4", "req-5", "req-6"]);
+    assert_eq!(stats.set_aside, 1);
+    assert_eq!(stats.pending, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_spool_a_refused_record_is_counted_and_the_rest_written() {
+    let backend = refusing(&["req-0"]);
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), None);
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    drop(sink);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(backend.written_ids(), ["req-1", "req-2"]);
+    assert_eq!(stats.set_aside, 1);
+    assert_eq!(stats.pending, 0);
 }

@@ -63,6 +63,22 @@ impl TestDb {
         connect(&self.url, master_key).await.unwrap()
     }
 
+    /// Runs each statement on a connection of its own.
+    pub async fn execute(&self, statements: &[&str]) {
+        for sql in statements {
+            match self.kind {
+                Kind::Sqlite => {
+                    let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                    sqlx::query(sql).execute(&mut conn).await.unwrap();
+                }
+                Kind::Postgres => {
+                    let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                    sqlx::query(sql).execute(&mut conn).await.unwrap();
+                }
+            }
+        }
+    }
+
     /// The first column of every row of `sql`, read as text.
     pub async fn raw_strings(&self, sql: &str) -> Vec<String> {
         match self.kind {

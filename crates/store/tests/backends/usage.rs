@@ -5,17 +5,18 @@ use std::time::Duration;
 
 use imagegate_store::{
     AccountId, GroupId, KeyId, KeyLimits, NewApiKey, NewUser, StatusFilter, Timestamp, TokenCounts,
-    UsageFilter, UsageRecord, UsageWriter, UsageWriterConfig, UserId,
+    UsageFilter, UsageRecord, UsageSpool, UsageWriter, UsageWriterConfig, UserId,
 };
 
-use crate::common::TestDb;
+use crate::common::{Kind, TestDb};
 
 crate::on_every_backend!(
     usage_batches_and_filters,
     usage_daily_totals,
     usage_large_batches,
     usage_writer_flushes_on_shutdown,
-    usage_text_the_database_refuses_and_absurd_counts_are_stored
+    usage_text_the_database_refuses_and_absurd_counts_are_stored,
+    usage_a_record_the_database_refuses_is_set_aside_and_the_rest_stored
 );
 
 /// 2024-12-31T00:00:00Z
@@ -417,4 +418,66 @@ async fn usage_writer_flushes_on_shutdown(db: Arc<TestDb>) {
         store.key(key.record.id).await.unwrap().last_used_at,
         Some(Timestamp::from_unix_ms(DAY_ONE + 24_000))
     );
+}
+
+async fn usage_a_record_the_database_refuses_is_set_aside_and_the_rest_stored(db: Arc<TestDb>) {
+    // A trigger stands for whatever the database may refuse in one record (a constraint added by
+    // an operator, a value out of range): the batch fails as a whole, on every try.
+    let trigger: &[&str] = match db.kind {
+        Kind::Sqlite => &["CREATE TRIGGER refuse_poison BEFORE INSERT ON usage_records
+             WHEN NEW.request_id = 'poison'
+             BEGIN SELECT RAISE(ABORT, 'poison refused'); END"],
+        Kind::Postgres => &[
+            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+               IF NEW.request_id = 'poison' THEN
+                 RAISE EXCEPTION 'poison refused' USING ERRCODE = 'check_violation';
+               END IF;
+               RETURN NEW;
+             END $$",
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON usage_records
+               FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
+        ],
+    };
+    db.execute(trigger).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = UsageWriterConfig {
+        batch_size: 10,
+        flush_interval: Duration::from_secs(3600),
+        ..UsageWriterConfig::default()
+    };
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let (sink, writer) = UsageWriter::spawn_spooled(Arc::clone(&db.store), config, spool);
+    for i in 0..10 {
+        let id = if i == 4 {
+            "poison".to_owned()
+        } else {
+            format!("w-{i}")
+        };
+        let mut r = UsageRecord::new(id, "/v1/images/generations", "gpt-image-2");
+        r.created_at = Timestamp::from_unix_ms(DAY_ONE + i * 1000);
+        sink.record(r).unwrap();
+    }
+    drop(sink);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(
+        (stats.written, stats.set_aside, stats.spooled, stats.pending),
+        (9, 1, 0, 0)
+    );
+    let stored = db.store.list_usage(&UsageFilter::default()).await.unwrap();
+    assert_eq!(stored.len(), 9);
+    assert!(stored.iter().all(|e| e.record.request_id != "poison"));
+    let rejected: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rejected"))
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    assert_eq!(rejected.len(), 1, "one file of set-aside records");
+    assert!(
+        rejected[0].contains("\"request_id\":\"poison\""),
+        "{}",
+        rejected[0]
+    );
+    assert_eq!(rejected[0].lines().count(), 1);
 }
