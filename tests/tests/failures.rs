@@ -351,6 +351,41 @@ async fn a_try_after_a_slow_failure_gets_only_the_time_the_request_has_left() {
 }
 
 #[tokio::test]
+async fn no_try_is_made_once_the_request_deadline_is_spent() {
+    // The request's deadline is 1 s. acct-a (pro, tried first) answers 502 after 0.95 s; the pause
+    // before a retry (100 ms or more) then spends the rest. The client gets acct-a's 502, and acct-b
+    // is never called: a call with no time at all could only time out (a 504 that hides the real
+    // failure, held against an account that did nothing wrong).
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[timeouts]\nstandard_secs = 1\n").unwrap();
+    let s = setup_custom(
+        &["--latency-ms", "10"],
+        &[("acct-a", &["--tier", "pro"]), ("acct-b", &["--tier", "plus"])],
+        &["--config", config.path().to_str().unwrap()],
+    );
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "502", "delay_ms": 950}))
+        .await;
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 502, "{}", body["error"]);
+    assert_eq!(body["error"]["code"], "upstream_request_failed", "{body}");
+    assert_eq!(s.sim_stats().await["requests"], 1, "only acct-a was called");
+    let listed = s.accounts();
+    let b = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "acct-b")
+        .unwrap();
+    assert_eq!(b["live"]["failures"], 0, "{b}");
+}
+
+#[tokio::test]
 async fn the_fallback_ladder_shares_the_request_deadline() {
     // Every generation takes 1 s; the request's deadline is 2 s. The one account answers 502 after
     // 1.5 s, so the ladder's cheaper rung (quality medium) has 0.5 s left: too little for its 1 s.
