@@ -30,6 +30,16 @@ pub enum StoreError {
     /// Applying the embedded migrations failed.
     #[error("migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// The lock that keeps processes from setting up (migrating) an SQLite file together could
+    /// not be taken.
+    #[error("setup lock {path}: {source}")]
+    SetupLock {
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
     /// Encrypting or decrypting an account credential failed.
     #[error(transparent)]
     Crypto(#[from] CryptoError),

@@ -3,7 +3,8 @@
 //! Usage records are written through a connection of their own whose worker thread runs only
 //! when the CPU is otherwise idle (`crate::priority`), unless the writer falls behind.
 
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +75,14 @@ impl SqliteStore {
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true)
             .pragma("temp_store", "memory");
+        // One process at a time sets a file up: SQLite's migrator takes no lock of its own, and
+        // two processes opening a new file together (a gateway and an admin command on a fresh
+        // data directory) would both create its tables, or both switch it to WAL, and one fail.
+        let _setting_up = if in_memory {
+            None
+        } else {
+            Some(lock_exclusively(setup_lock_path(options.get_filename())).await?)
+        };
         let (pool, usage_options) = if in_memory {
             // Every connection to `:memory:` is a separate database: keep exactly one, forever,
             // and let usage share it.
@@ -96,6 +105,44 @@ impl SqliteStore {
         let usage = background.map_or_else(UsageLane::ordinary, UsageLane::with_background);
         Ok(Self { pool, usage, crypto })
     }
+}
+
+/// `<database>.setup-lock`: not the database file itself, whose POSIX locks (SQLite's own) a
+/// process loses when it closes any handle of that file.
+fn setup_lock_path(database: &Path) -> PathBuf {
+    let mut name = database.as_os_str().to_owned();
+    name.push(".setup-lock");
+    PathBuf::from(name)
+}
+
+/// Opens `path` (created if missing) and waits for an exclusive lock on it, released when the
+/// returned file is dropped (or the process exits).
+async fn lock_exclusively(path: PathBuf) -> StoreResult<File> {
+    let locking = path.clone();
+    let locked = tokio::task::spawn_blocking(move || {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&locking)?;
+        lock_file(&file)?;
+        Ok(file)
+    })
+    .await
+    .unwrap_or_else(|joined| Err(std::io::Error::other(joined.to_string())));
+    locked.map_err(|source| StoreError::SetupLock { path, source })
+}
+
+/// Waits for an exclusive `flock` on `file`.
+#[cfg(unix)]
+fn lock_file(file: &File) -> std::io::Result<()> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::LockExclusive).map_err(std::io::Error::from)
+}
+
+/// Without `flock`, processes must not open a new database file at the same moment.
+#[cfg(not(unix))]
+fn lock_file(_file: &File) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// A pool of exactly one connection that is never closed for idleness or age.

@@ -44,3 +44,28 @@ async fn sqlite_file_path_connect_creates_the_file() {
     assert!(path.exists());
     store.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn processes_opening_a_new_sqlite_file_together_migrate_it_once() {
+    // The gateway and an admin command started together on a fresh data directory (or several
+    // gateways sharing one): each applies the migrations, and none may fail because another one
+    // created the tables a moment before.
+    for round in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("new.db").display());
+        let key = MasterKey::generate().unwrap();
+        let opening: Vec<_> = (0..6)
+            .map(|_| {
+                let (url, key) = (url.clone(), key.clone());
+                tokio::spawn(async move { connect(&url, &key).await.map(|_| ()) })
+            })
+            .collect();
+        for open in opening {
+            open.await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        let store = connect(&url, &key).await.unwrap();
+        assert_eq!(store.list_groups().await.unwrap().len(), 1, "round {round}");
+    }
+}
