@@ -31,7 +31,10 @@ const LOCAL_LEASE: u64 = 1 << 63;
 ///   the primary again; the first success ends the degradation.
 /// - Operator clears always try the primary too.
 /// - Leases remember where they were taken, so renewals and releases go to the right backend.
-///   Leases taken locally are unknown to the primary: right after recovery an account can briefly
+/// - Each lease the primary grants is also counted in the local state (a shadow, renewed and
+///   released with it), so while degraded the local state knows what this replica already runs:
+///   a request that started before the outage still takes its account's room.
+/// - Leases taken locally are unknown to the primary: right after recovery an account can briefly
 ///   run more requests than its limit, until they finish.
 #[derive(Debug)]
 pub struct FallbackPoolState {
@@ -41,6 +44,8 @@ pub struct FallbackPoolState {
     /// Outer id of each lease taken locally → its id in the local state.
     local_leases: Mutex<HashMap<LeaseId, LeaseId>>,
     next_local: AtomicU64,
+    /// Id of each lease the primary granted → its shadow in the local state.
+    shadows: Mutex<HashMap<LeaseId, LeaseId>>,
 }
 
 impl FallbackPoolState {
@@ -54,6 +59,7 @@ impl FallbackPoolState {
             degradation: Degradation::new(recheck),
             local_leases: Mutex::new(HashMap::new()),
             next_local: AtomicU64::new(0),
+            shadows: Mutex::new(HashMap::new()),
         }
     }
 
@@ -71,6 +77,19 @@ impl FallbackPoolState {
 
     fn local_leases(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseId>> {
         self.local_leases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn shadows(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseId>> {
+        self.shadows.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a lease the primary granted in the local state too.
+    fn shadow(&self, answer: &Acquire) {
+        if let Acquire::Granted(grant) = answer
+            && let Some(shadow) = self.local.hold(&grant.account, grant.class, grant.expires_at)
+        {
+            self.shadows().insert(grant.id, shadow);
+        }
     }
 
     async fn acquire_locally(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
@@ -97,6 +116,7 @@ impl PoolState for FallbackPoolState {
             match self.primary.try_acquire(request).await {
                 Ok(answer) => {
                     self.degradation.healthy();
+                    self.shadow(&answer);
                     return Ok(answer);
                 }
                 Err(error) => self.degradation.degrade(Some(request.now), error),
@@ -112,6 +132,10 @@ impl PoolState for FallbackPoolState {
                 self.local.release_detached(inner);
             }
         } else {
+            let shadow = self.shadows().remove(&lease);
+            if let Some(shadow) = shadow {
+                self.local.release_detached(shadow);
+            }
             self.primary.release_detached(lease);
         }
     }
@@ -128,6 +152,11 @@ impl PoolState for FallbackPoolState {
                 Some(inner) => self.local.renew(inner, ttl, now).await,
                 None => Ok(None),
             };
+        }
+        // The shadow lives as long as the request, whether or not the primary can be reached.
+        let shadow = self.shadows().get(&lease).copied();
+        if let Some(shadow) = shadow {
+            self.local.renew(shadow, ttl, now).await?;
         }
         match self.primary.renew(lease, ttl, now).await {
             Ok(renewed) => {

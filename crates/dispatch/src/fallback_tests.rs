@@ -111,7 +111,6 @@ async fn a_healthy_primary_serves_everything() {
 #[tokio::test]
 async fn a_failing_primary_degrades_to_local_state_and_recovers() {
     let (primary, state) = setup();
-    let shared = granted(state.try_acquire(&request(START)).await.unwrap());
     primary.down.store(true, Ordering::SeqCst);
 
     let local = granted(state.try_acquire(&request(START)).await.unwrap());
@@ -139,24 +138,45 @@ async fn a_failing_primary_degrades_to_local_state_and_recovers() {
     // Releases go back where the leases came from.
     state.release_detached(local);
     assert_eq!(large_in_flight(&state.local, later).await, 0);
-    assert_eq!(
-        large_in_flight(&primary.inner, later).await,
-        1,
-        "the shared lease is still held"
-    );
 
     primary.down.store(false, Ordering::SeqCst);
     let recovered = START.plus(RECHECK * 2);
-    assert_eq!(
-        state.try_acquire(&request(recovered)).await.unwrap(),
-        Acquire::Busy,
-        "the primary still counts the shared lease"
-    );
+    let shared = granted(state.try_acquire(&request(recovered)).await.unwrap());
+    assert!(!is_local(shared), "served by the primary again");
     assert!(!state.degraded());
     assert_eq!(state.last_error(), None);
+    assert_eq!(large_in_flight(&primary.inner, recovered).await, 1);
     state.release_detached(shared);
-    assert!(!is_local(granted(
-        state.try_acquire(&request(recovered)).await.unwrap()
+    assert_eq!(large_in_flight(&primary.inner, recovered).await, 0);
+}
+
+#[tokio::test]
+async fn a_request_running_on_a_shared_lease_still_takes_room_once_degraded() {
+    // The account takes one 4K request at a time. This replica runs one on a lease from the
+    // primary when the primary goes down: the local state must not grant the account again.
+    let (primary, state) = setup();
+    let shared = granted(state.try_acquire(&request(START)).await.unwrap());
+    primary.down.store(true, Ordering::SeqCst);
+    assert_eq!(state.try_acquire(&request(START)).await.unwrap(), Acquire::Busy);
+    assert!(state.degraded());
+
+    // Renewed while the primary is down, the shadow outlives its first expiry.
+    let ttl = Duration::from_secs(60);
+    let renewed_at = START.plus(Duration::from_secs(50));
+    assert!(
+        state.renew(shared, ttl, renewed_at).await.is_err(),
+        "the primary is down"
+    );
+    let past_first_expiry = START.plus(Duration::from_secs(90));
+    assert_eq!(
+        state.try_acquire(&request(past_first_expiry)).await.unwrap(),
+        Acquire::Busy
+    );
+
+    // Once the request ends, the room is free again.
+    state.release_detached(shared);
+    assert!(is_local(granted(
+        state.try_acquire(&request(past_first_expiry)).await.unwrap()
     )));
 }
 

@@ -88,6 +88,19 @@ impl MemoryPoolState {
         }
     }
 
+    /// Counts a request in flight on `account` that another state granted (the shared state of
+    /// [`FallbackPoolState`](crate::FallbackPoolState)): it takes room like a lease of this
+    /// state's own until it is released, and is renewed and expires like one. `None` when the
+    /// lease table is full.
+    pub(crate) fn hold(
+        &self,
+        account: &AccountId,
+        class: SizeClass,
+        expires_at: UnixMillis,
+    ) -> Option<LeaseId> {
+        self.lock().hold(account, class, expires_at)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // Every update under the lock is a few field writes that leave the maps consistent, so a
         // lock poisoned by a panicking holder is still safe to use.
@@ -255,6 +268,20 @@ impl Inner {
             class: request.class,
             expires_at,
         })
+    }
+
+    /// Counts a request in flight on `account` without asking whether it has room: one that
+    /// already runs there, on a slot another state granted.
+    fn hold(&mut self, account: &AccountId, class: SizeClass, expires_at: UnixMillis) -> Option<LeaseId> {
+        let slot = self.slot_of(account);
+        let id = self.leases.insert(LeaseRecord {
+            slot,
+            class,
+            expires_at,
+        })?;
+        self.expiries.insert((expires_at, id));
+        self.add_in_flight(slot, class, 1);
+        Some(id)
     }
 
     fn renew(&mut self, id: LeaseId, ttl: Duration, now: UnixMillis) -> Option<UnixMillis> {
