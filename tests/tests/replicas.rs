@@ -435,3 +435,124 @@ async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
     drop(gateway);
     let _ = c.database.drop_database().await;
 }
+
+/// The value of cookie `name` set by `response`.
+fn set_cookie(response: &reqwest::Response, name: &str) -> String {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_else(|| panic!("no {name} cookie"))
+        .to_owned()
+}
+
+/// The CSRF token of the first form on `page`.
+fn csrf_of(page: &str) -> String {
+    let start = page
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a CSRF token")
+        + 19;
+    page[start..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_console_session_started_on_one_replica_works_on_the_other() {
+    // Behind a load balancer, a browser's requests land on any replica.
+    let mut cluster = Cluster::new(&[], None).await;
+    admin_with_stdin(
+        cluster.dirs[0].path(),
+        &[
+            "--config",
+            cluster.config_str(),
+            "users",
+            "add",
+            "carol",
+            "--password-stdin",
+        ],
+        "carol-console-password\n",
+    );
+    let (a, b) = (cluster.replica(&[]), cluster.replica(&[]));
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+
+    let login = http.get(format!("{}/login", a.url)).send().await.unwrap();
+    let login_cookie = set_cookie(&login, "imagegate_login");
+    let csrf = csrf_of(&login.text().await.unwrap());
+    let signed_in = http
+        .post(format!("{}/login", a.url))
+        .header("cookie", format!("imagegate_login={login_cookie}"))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("username", "carol"),
+            ("password", "carol-console-password"),
+            ("next", "/keys"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 303);
+    let session = format!(
+        "imagegate_session={}",
+        set_cookie(&signed_in, "imagegate_session")
+    );
+
+    // Replica B knows the session replica A started.
+    let keys = http
+        .get(format!("{}/keys", b.url))
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keys.status(), 200);
+    let page = keys.text().await.unwrap();
+    assert!(page.contains("Signed in as carol."), "{page}");
+
+    // A key created through B is shown once, on the page A serves next.
+    let created = http
+        .post(format!("{}/keys", b.url))
+        .header("cookie", &session)
+        .form(&[
+            ("csrf", csrf_of(&page).as_str()),
+            ("name", "from-b"),
+            ("group", "1"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 303);
+    let shown = http
+        .get(format!("{}/keys", a.url))
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(shown.contains("id=\"new-key\""), "the one-time key display");
+    assert!(shown.contains("sk-ig-"));
+
+    // Signing out on A ends the session on B too.
+    let signed_out = http
+        .post(format!("{}/logout", a.url))
+        .header("cookie", &session)
+        .form(&[("csrf", csrf_of(&shown).as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_out.status(), 303);
+    let after = http
+        .get(format!("{}/keys", b.url))
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 303);
+    let location = after.headers()["location"].to_str().unwrap();
+    assert!(location.starts_with("/login"), "{location}");
+}

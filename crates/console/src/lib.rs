@@ -76,7 +76,10 @@ pub use auth::{
 pub use backend::{ConsoleBackend, StubBackend};
 pub use error::ConsoleError;
 pub use ratelimit::LoginLimit;
-pub use session::{MemorySessionStore, Session, SessionError, SessionKey, SessionStore, SessionToken};
+pub use session::{
+    Flash, FlashKind, MemorySessionStore, Reveal, Session, SessionError, SessionKey, SessionStore,
+    SessionToken,
+};
 pub use state::{ConsoleConfig, ConsoleState};
 
 use axum::Router;

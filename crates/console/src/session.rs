@@ -2,8 +2,8 @@
 //! of that token in a [`SessionStore`].
 //!
 //! [`MemorySessionStore`] keeps them in this process: they do not survive a restart and are not
-//! shared between replicas (users sign in again). A database-backed store can implement the same
-//! trait later.
+//! shared between replicas (users sign in again). The gateway keeps them in Redis instead when its
+//! replicas share one (its `console_sessions` module implements the same trait).
 
 use std::collections::HashMap;
 use std::fmt;

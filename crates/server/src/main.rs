@@ -8,6 +8,7 @@ mod accounts;
 mod cli;
 mod config;
 mod console;
+mod console_sessions;
 mod control;
 mod credentials;
 mod demo;

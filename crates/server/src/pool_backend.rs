@@ -111,6 +111,9 @@ impl PoolBackend {
 }
 
 #[cfg(feature = "redis")]
+pub(crate) use redis_side::key_prefix;
+
+#[cfg(feature = "redis")]
 mod redis_side {
     use std::sync::Arc;
     use std::time::Duration;
@@ -173,7 +176,7 @@ mod redis_side {
     }
 
     /// `imagegate` → `imagegate:` (a prefix already ending in `:` is kept).
-    pub(super) fn key_prefix(prefix: &str) -> String {
+    pub(crate) fn key_prefix(prefix: &str) -> String {
         if prefix.is_empty() || prefix.ends_with(':') {
             prefix.to_owned()
         } else {

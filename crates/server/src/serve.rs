@@ -81,6 +81,9 @@ pub async fn run(
         ..DispatchConfig::default()
     };
     let backend = PoolBackend::build(&config)?;
+    let master_key = MasterKey::load_or_create_from_env(&config.data_dir)?;
+    let console_sessions = crate::console_sessions::build(&config, &master_key)?;
+    drop(master_key);
     let dispatcher = Arc::new(Dispatcher::new(
         backend.state.clone(),
         clock.clone(),
@@ -122,6 +125,7 @@ pub async fn run(
         usage,
         internal_token: crate::control::new_token(),
         in_flight: crate::in_flight::InFlight::default(),
+        console_sessions,
         config: config.clone(),
     });
 

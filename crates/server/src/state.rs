@@ -28,6 +28,8 @@ pub struct AppState {
     pub internal_token: String,
     /// Requests still running, abandoned when the shutdown grace period ends.
     pub in_flight: crate::in_flight::InFlight,
+    /// The console's sign-in sessions (in Redis when replicas share one).
+    pub console_sessions: Arc<dyn imagegate_console::SessionStore>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -135,7 +135,7 @@ impl RedisConfig {
     }
 
     /// A connection manager that connects on first use and reconnects after failures.
-    pub(crate) fn connect(&self) -> Result<ConnectionManager, String> {
+    pub fn connect(&self) -> Result<ConnectionManager, String> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err("the Redis backend must be created inside a Tokio runtime".to_owned());
         }

@@ -26,10 +26,11 @@ const RESPONSES_BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 /// The whole application.
 pub fn router(state: Arc<AppState>) -> Router {
-    let console = imagegate_console::ConsoleState::new(
+    let console = imagegate_console::ConsoleState::with_sessions(
         state.store.clone(),
         Arc::new(crate::console::GatewayConsole { app: state.clone() }),
         imagegate_console::ConsoleConfig::default(),
+        state.console_sessions.clone(),
     );
     let v1 = Router::new()
         .route(
