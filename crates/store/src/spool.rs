@@ -174,10 +174,13 @@ impl UsageSpool {
             }
         };
         let written = lines(records).and_then(|text| {
-            (&file)
-                .write_all(&text)
-                .and_then(|()| file.sync_data())
-                .map_err(io_error(&path))
+            let before = file.metadata().map_err(io_error(&path))?.len();
+            let result = (&file).write_all(&text).and_then(|()| file.sync_data());
+            if result.is_err() {
+                // Cut back a partial write, so the next record does not glue onto its line.
+                let _ = file.set_len(before);
+            }
+            result.map_err(io_error(&path))
         });
         let kept = path.clone();
         self.rejected = Some((path, file));

@@ -120,11 +120,16 @@ fn setup_lock_path(database: &Path) -> PathBuf {
 async fn lock_exclusively(path: PathBuf) -> StoreResult<File> {
     let locking = path.clone();
     let locked = tokio::task::spawn_blocking(move || {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&locking)?;
+        // Read-only when it exists: `flock` needs no more, and a lock file an administrator's
+        // command created (as root, mode 0644) must not keep the service's user out.
+        let file = match File::open(&locking) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&locking)?,
+            opened => opened?,
+        };
         lock_file(&file)?;
         Ok(file)
     })

@@ -1,7 +1,7 @@
 //! The writer's background task: batches records, writes them, retries, and (with a spool)
 //! parks batches on disk while the database is unreachable, replaying them when it is back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -28,6 +28,9 @@ pub(super) struct Flusher {
     pub(super) next_replay: Instant,
     /// Delay before the next replay attempt after a failed one.
     pub(super) replay_backoff: Duration,
+    /// Request ids of the records set aside by this process: a replay cut short after setting one
+    /// aside reads it again from the spool, and must not set it aside twice.
+    pub(super) set_aside_ids: HashSet<String>,
 }
 
 impl Flusher {
@@ -255,6 +258,15 @@ impl Flusher {
     /// without a spool or when that cannot be written, in the log, the last place they can go (a
     /// record holds ids, counts and times, no secret and no image).
     fn set_aside(&mut self, records: &[UsageRecord], refusal: &str) {
+        let records: Vec<UsageRecord> = records
+            .iter()
+            .filter(|record| self.set_aside_ids.insert(record.request_id.clone()))
+            .cloned()
+            .collect();
+        if records.is_empty() {
+            return;
+        }
+        let records = records.as_slice();
         let len = u64::try_from(records.len()).unwrap_or(u64::MAX);
         self.counters.set_aside.fetch_add(len, Ordering::Relaxed);
         match self.spool.as_mut().map(|spool| spool.set_aside(records)) {

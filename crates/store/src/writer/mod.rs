@@ -304,6 +304,7 @@ impl UsageWriter {
             // Whatever a previous process left is replayed at the first tick.
             next_replay: Instant::now(),
             replay_backoff: config_retry_initial,
+            set_aside_ids: std::collections::HashSet::new(),
         };
         let task = tokio::spawn(flusher.run(rx));
         let sink = UsageSink {

@@ -23,6 +23,8 @@ struct FakeBackend {
     touches_released: tokio::sync::Notify,
     /// Request ids the database refuses (like a constraint would): a batch holding one fails.
     refused: Mutex<Vec<String>>,
+    /// Request ids whose batch fails as if the database were unreachable.
+    unreachable_at: Mutex<Vec<String>>,
 }
 
 impl FakeBackend {
@@ -44,6 +46,12 @@ impl UsageBackend for FakeBackend {
                 .is_ok();
         if failing {
             return Err(StoreError::Invalid("database unavailable (fake)".to_owned()));
+        }
+        if records
+            .iter()
+            .any(|r| self.unreachable_at.lock().unwrap().contains(&r.request_id))
+        {
+            return Err(StoreError::Unavailable("database unavailable (fake)".to_owned()));
         }
         let refused = self.refused.lock().unwrap();
         if let Some(bad) = records.iter().find(|r| refused.contains(&r.request_id)) {
@@ -537,4 +545,37 @@ async fn without_a_spool_a_refused_record_is_counted_and_the_rest_written() {
     assert_eq!(backend.written_ids(), ["req-1", "req-2"]);
     assert_eq!(stats.set_aside, 1);
     assert_eq!(stats.pending, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_cut_short_after_setting_a_record_aside_does_not_set_it_aside_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = refusing(&["req-2"]);
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let cfg = UsageWriterConfig {
+        flush_interval: Duration::from_millis(200),
+        ..config()
+    };
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, Some(spool));
+    for i in 0..6 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().spooled == 6).await;
+
+    // The database is back for the first batch (req-2 is set aside) but not for the second: the
+    // replay stops there, and the next ones start again from the first batch.
+    *backend.unreachable_at.lock().unwrap() = vec!["req-4".to_owned()];
+    backend.fail_always.store(false, Ordering::SeqCst);
+    wait_until(|| backend.written_ids().iter().filter(|id| *id == "req-0").count() >= 3).await;
+    backend.unreachable_at.lock().unwrap().clear();
+    wait_until(|| backend.written_ids().contains(&"req-5".to_owned())).await;
+    drop(sink);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(
+        set_aside_ids(dir.path()),
+        ["req-2"],
+        "one line, however many replays"
+    );
+    assert_eq!(stats.set_aside, 1);
 }
