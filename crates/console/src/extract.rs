@@ -139,7 +139,7 @@ impl SignedIn {
     }
 
     async fn save(&self, state: &ConsoleState) -> PageResult<()> {
-        state.sessions.put(&self.key, self.session.clone()).await?;
+        state.sessions.update(&self.key, self.session.clone()).await?;
         Ok(())
     }
 }

@@ -173,8 +173,12 @@ pub struct SessionError(pub String);
 /// Where sessions live.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug {
-    /// Stores a session under `key` (replacing any).
+    /// Stores a new session under `key` (replacing any).
     async fn put(&self, key: &SessionKey, session: Session) -> Result<(), SessionError>;
+    /// Replaces the session under `key` if it still exists: one that ended meanwhile (signed out,
+    /// or a password reset, perhaps on another replica) must not come back with a request that read
+    /// it before.
+    async fn update(&self, key: &SessionKey, session: Session) -> Result<(), SessionError>;
     /// The session under `key`, if it exists and has not expired.
     async fn get(&self, key: &SessionKey) -> Result<Option<Session>, SessionError>;
     /// Ends one session.
@@ -215,6 +219,13 @@ impl SessionStore for MemorySessionStore {
             sessions.retain(|_, s| !s.is_expired(now));
         }
         sessions.insert(key.clone(), session);
+        Ok(())
+    }
+
+    async fn update(&self, key: &SessionKey, session: Session) -> Result<(), SessionError> {
+        if let Some(stored) = self.sessions.lock().get_mut(key) {
+            *stored = session;
+        }
         Ok(())
     }
 
@@ -276,6 +287,22 @@ mod tests {
         assert_eq!(store.get(&live).await.unwrap().unwrap().user_id, UserId(1));
         assert!(store.get(&dead).await.unwrap().is_none());
         assert_eq!(store.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_update_does_not_bring_back_an_ended_session() {
+        let store = MemorySessionStore::new();
+        let key = SessionToken::generate().key();
+        let session = Session::new(UserId(1), Duration::from_secs(60));
+        store.put(&key, session.clone()).await.unwrap();
+        let mut changed = session.clone();
+        changed.flash.push(Flash::success("saved"));
+        store.update(&key, changed).await.unwrap();
+        assert_eq!(store.get(&key).await.unwrap().unwrap().flash.len(), 1);
+        // Signed out while a request that read the session was still running.
+        store.remove_user(UserId(1)).await.unwrap();
+        store.update(&key, session).await.unwrap();
+        assert!(store.get(&key).await.unwrap().is_none());
     }
 
     #[tokio::test]

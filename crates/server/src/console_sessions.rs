@@ -11,7 +11,13 @@ use crate::config::Config;
 use crate::pool_backend::BackendError;
 
 /// The session store for `config`: Redis when a Redis URL is set, else this process's memory.
-pub fn build(config: &Config, master_key: &MasterKey) -> Result<Arc<dyn SessionStore>, BackendError> {
+/// Sessions are sealed under `master_key`; during a key rotation those sealed under `previous` (by
+/// replicas not yet restarted) stay readable.
+pub fn build(
+    config: &Config,
+    master_key: &MasterKey,
+    previous: Option<&MasterKey>,
+) -> Result<Arc<dyn SessionStore>, BackendError> {
     match &config.redis_url {
         None => Ok(Arc::new(MemorySessionStore::new())),
         #[cfg(feature = "redis")]
@@ -19,7 +25,7 @@ pub fn build(config: &Config, master_key: &MasterKey) -> Result<Arc<dyn SessionS
             let redis = imagegate_dispatch::RedisConfig::new(url)
                 .with_prefix(crate::pool_backend::key_prefix(&config.redis_prefix));
             let connection = redis.connect().map_err(BackendError::Redis)?;
-            let crypto = imagegate_store::Crypto::new(master_key);
+            let crypto = imagegate_store::Crypto::new(master_key).with_previous(previous);
             Ok(Arc::new(redis_store::RedisSessionStore::new(
                 connection,
                 &redis.prefix,
@@ -28,7 +34,7 @@ pub fn build(config: &Config, master_key: &MasterKey) -> Result<Arc<dyn SessionS
         }
         #[cfg(not(feature = "redis"))]
         Some(_) => {
-            let _ = master_key;
+            let _ = (master_key, previous);
             Err(BackendError::NotBuilt)
         }
     }
@@ -42,9 +48,28 @@ pub mod redis_store {
     use imagegate_console::{Flash, FlashKind, Reveal};
     use imagegate_console::{Session, SessionError, SessionKey, SessionStore};
     use imagegate_store::{Crypto, Secret, Timestamp, UserId};
-    use redis::AsyncCommands;
     use redis::aio::ConnectionManager;
+    use redis::{AsyncCommands, Script};
     use serde::{Deserialize, Serialize};
+
+    /// Stores a sealed session (KEYS[1]) for ARGV[2] ms, replacing any (ARGV[4] = "new") or only an
+    /// existing one ("existing": one signed out meanwhile stays out); then lists it in its user's
+    /// set (KEYS[2]), which lives as long as the user's longest session. Returns 1 when stored.
+    /// (`PEXPIRE`'s GT and NX options would need Redis 7; the dispatcher needs only 3.2.)
+    const PUT: &str = r"
+        local stored
+        if ARGV[4] == 'existing' then
+          stored = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'XX')
+        else
+          stored = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        end
+        if not stored then return 0 end
+        redis.call('SADD', KEYS[2], ARGV[3])
+        if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
+          redis.call('PEXPIRE', KEYS[2], ARGV[2])
+        end
+        return 1
+    ";
 
     /// Sessions in Redis, each under `<prefix>console:session:<SHA-256 of its token>` with the
     /// session's own expiry, sealed with the master key (AES-256-GCM): a session holds its CSRF
@@ -54,6 +79,7 @@ pub mod redis_store {
         connection: ConnectionManager,
         prefix: String,
         crypto: Crypto,
+        put: Script,
     }
 
     impl fmt::Debug for RedisSessionStore {
@@ -71,6 +97,7 @@ pub mod redis_store {
                 connection,
                 prefix: prefix.to_owned(),
                 crypto,
+                put: Script::new(PUT),
             }
         }
 
@@ -82,25 +109,63 @@ pub mod redis_store {
             format!("{}console:user:{}", self.prefix, user.0)
         }
 
-        fn seal(&self, session: &Session) -> Result<Vec<u8>, SessionError> {
-            let json = serde_json::to_vec(&Stored::from(session)).map_err(|e| SessionError(e.to_string()))?;
+        /// `session` sealed for the Redis key `at`, which the sealed text names: moved to another
+        /// key (by someone who can write to Redis), it does not open.
+        fn seal(&self, at: &str, session: &Session) -> Result<Vec<u8>, SessionError> {
+            let stored = Stored::new(at, session);
+            let json = serde_json::to_vec(&stored).map_err(|e| SessionError(e.to_string()))?;
             self.crypto
                 .encrypt(&json)
                 .map_err(|e| SessionError(e.to_string()))
         }
 
-        /// The session sealed in `bytes`; `None` when it cannot be opened (sealed under a master
-        /// key that has been rotated away since), which signs the user out.
-        fn open(&self, bytes: &[u8]) -> Option<Session> {
+        /// The session sealed in `bytes` for the Redis key `at`; `None` when it cannot be opened
+        /// (sealed under a master key rotated away since, or for another key), which signs the
+        /// user out.
+        fn open(&self, at: &str, bytes: &[u8]) -> Option<Session> {
             let json = self
                 .crypto
                 .decrypt(bytes)
                 .inspect_err(|e| tracing::warn!(error = %e, "a console session could not be opened"))
                 .ok()?;
-            serde_json::from_slice::<Stored>(&json)
+            let stored = serde_json::from_slice::<Stored>(&json)
                 .inspect_err(|e| tracing::warn!(error = %e, "a console session could not be read"))
-                .ok()
-                .map(Session::from)
+                .ok()?;
+            if stored.at != at {
+                tracing::warn!("a console session was found under another key than its own");
+                return None;
+            }
+            Some(Session::from(stored))
+        }
+
+        /// Stores `session` as a new one (`existing` false) or in place of one still there.
+        async fn store(
+            &self,
+            key: &SessionKey,
+            session: &Session,
+            existing: bool,
+        ) -> Result<(), SessionError> {
+            let session_key = self.session_key(key);
+            let ttl_ms = session
+                .expires_at
+                .unix_ms()
+                .saturating_sub(Timestamp::now().unix_ms());
+            if ttl_ms <= 0 {
+                return self.remove(key).await; // already over
+            }
+            let sealed = self.seal(&session_key, session)?;
+            let mut connection = self.connection.clone();
+            self.put
+                .key(&session_key)
+                .key(self.user_key(session.user_id))
+                .arg(sealed)
+                .arg(ttl_ms)
+                .arg(key.as_str())
+                .arg(if existing { "existing" } else { "new" })
+                .invoke_async::<i64>(&mut connection)
+                .await
+                .map(drop)
+                .map_err(|e| failed("storing a session", &e))
         }
     }
 
@@ -111,49 +176,21 @@ pub mod redis_store {
     #[async_trait]
     impl SessionStore for RedisSessionStore {
         async fn put(&self, key: &SessionKey, session: Session) -> Result<(), SessionError> {
-            let ttl_ms = session.expires_at.unix_ms() - Timestamp::now().unix_ms();
-            let Ok(ttl_ms) = u64::try_from(ttl_ms) else {
-                return self.remove(key).await; // already over
-            };
-            let ttl_ms = ttl_ms.max(1);
-            let sealed = self.seal(&session)?;
-            let session_key = self.session_key(key);
-            let user_key = self.user_key(session.user_id);
-            let ttl = i64::try_from(ttl_ms).unwrap_or(i64::MAX);
-            let mut connection = self.connection.clone();
-            // The user's list lives as long as their longest session: set on a new list (NX),
-            // lengthened on an existing one (GT).
-            redis::pipe()
-                .cmd("SET")
-                .arg(&session_key)
-                .arg(sealed)
-                .arg("PX")
-                .arg(ttl_ms)
-                .ignore()
-                .sadd(&user_key, key.as_str())
-                .ignore()
-                .cmd("PEXPIRE")
-                .arg(&user_key)
-                .arg(ttl)
-                .arg("NX")
-                .ignore()
-                .cmd("PEXPIRE")
-                .arg(&user_key)
-                .arg(ttl)
-                .arg("GT")
-                .ignore()
-                .exec_async(&mut connection)
-                .await
-                .map_err(|e| failed("storing a session", &e))
+            self.store(key, &session, false).await
+        }
+
+        async fn update(&self, key: &SessionKey, session: Session) -> Result<(), SessionError> {
+            self.store(key, &session, true).await
         }
 
         async fn get(&self, key: &SessionKey) -> Result<Option<Session>, SessionError> {
             let mut connection = self.connection.clone();
+            let session_key = self.session_key(key);
             let sealed: Option<Vec<u8>> = connection
-                .get(self.session_key(key))
+                .get(&session_key)
                 .await
                 .map_err(|e| failed("reading a session", &e))?;
-            let session = sealed.and_then(|bytes| self.open(&bytes));
+            let session = sealed.and_then(|bytes| self.open(&session_key, &bytes));
             Ok(session.filter(|s| !s.is_expired(Timestamp::now())))
         }
 
@@ -186,6 +223,8 @@ pub mod redis_store {
     /// A session as sealed in Redis.
     #[derive(Serialize, Deserialize)]
     struct Stored {
+        /// The Redis key it was sealed for.
+        at: String,
         user_id: i64,
         csrf_token: String,
         created_at: Timestamp,
@@ -206,9 +245,10 @@ pub mod redis_store {
         Password { user: String, password: String },
     }
 
-    impl From<&Session> for Stored {
-        fn from(session: &Session) -> Self {
+    impl Stored {
+        fn new(at: &str, session: &Session) -> Self {
             Self {
+                at: at.to_owned(),
                 user_id: session.user_id.0,
                 csrf_token: session.csrf_token.clone(),
                 created_at: session.created_at,
@@ -361,6 +401,58 @@ pub mod redis_store {
             // Signing out on one replica ends the session on the other.
             other.remove(&someone_else.key()).await.unwrap();
             assert!(one.get(&someone_else.key()).await.unwrap().is_none());
+        }
+
+        #[tokio::test]
+        async fn a_session_ended_elsewhere_stays_ended_and_a_moved_one_does_not_open() {
+            let key = MasterKey::generate().unwrap();
+            let prefix = unique_prefix();
+            let (one, other) = (store(&prefix, &key), store(&prefix, &key));
+            let admin = SessionToken::generate();
+            let session = Session::new(UserId(1), Duration::from_secs(60));
+            one.put(&admin.key(), session.clone()).await.unwrap();
+
+            // Someone who can write to Redis copies the admin's sealed session under their own
+            // token's key: it must not open there.
+            let mut connection = RedisConfig::new(redis_url()).connect().unwrap();
+            let sealed: Vec<u8> = connection
+                .get(format!("{prefix}console:session:{}", admin.key().as_str()))
+                .await
+                .unwrap();
+            let intruder = SessionToken::generate();
+            connection
+                .set::<_, _, ()>(
+                    format!("{prefix}console:session:{}", intruder.key().as_str()),
+                    sealed,
+                )
+                .await
+                .unwrap();
+            assert!(other.get(&intruder.key()).await.unwrap().is_none());
+            assert!(other.get(&admin.key()).await.unwrap().is_some());
+
+            // A password reset on one replica while a request on the other still holds the
+            // session: that request's save does not bring it back.
+            let mut held = other.get(&admin.key()).await.unwrap().unwrap();
+            one.remove_user(UserId(1)).await.unwrap();
+            held.flash.push(Flash::success("saved"));
+            other.update(&admin.key(), held).await.unwrap();
+            assert!(one.get(&admin.key()).await.unwrap().is_none());
+        }
+
+        #[tokio::test]
+        async fn a_session_sealed_under_the_previous_master_key_opens_during_a_rotation() {
+            let (old, new) = (MasterKey::generate().unwrap(), MasterKey::generate().unwrap());
+            let prefix = unique_prefix();
+            let not_restarted = store(&prefix, &old);
+            let connection = RedisConfig::new(redis_url()).connect().unwrap();
+            let restarted =
+                RedisSessionStore::new(connection, &prefix, Crypto::new(&new).with_previous(Some(&old)));
+            let token = SessionToken::generate();
+            not_restarted
+                .put(&token.key(), Session::new(UserId(3), Duration::from_secs(60)))
+                .await
+                .unwrap();
+            assert!(restarted.get(&token.key()).await.unwrap().is_some());
         }
 
         #[tokio::test]

@@ -82,8 +82,9 @@ pub async fn run(
     };
     let backend = PoolBackend::build(&config)?;
     let master_key = MasterKey::load_or_create_from_env(&config.data_dir)?;
-    let console_sessions = crate::console_sessions::build(&config, &master_key)?;
-    drop(master_key);
+    let previous = MasterKey::previous_from_env()?;
+    let console_sessions = crate::console_sessions::build(&config, &master_key, previous.as_ref())?;
+    drop((master_key, previous));
     let dispatcher = Arc::new(Dispatcher::new(
         backend.state.clone(),
         clock.clone(),
