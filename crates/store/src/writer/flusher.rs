@@ -207,51 +207,48 @@ impl Flusher {
     /// record it refuses stands alone; those are set aside. So one bad record holds back neither
     /// its batch nor, once spooled, every record after it (a replay would stop at it forever).
     /// Returns the records stored; cut short by any other failure, with the records neither stored
-    /// nor set aside.
+    /// nor set aside. When not one record of a batch goes in, the database refuses everything (a
+    /// constraint every record breaks, a schema it no longer matches), not these records: they are
+    /// all handed back, to be retried and spooled like an outage's.
     async fn isolate(&mut self, batch: &[UsageRecord], refusal: &str) -> Result<usize, Unwritten> {
         let mut stored = 0;
         let mut parts = Vec::new();
-        self.split_refused(batch, refusal, &mut parts);
+        let mut refused = Vec::new();
+        split_refused(batch, refusal, &mut parts, &mut refused);
         while let Some(part) = parts.pop() {
             match self.attempt(part).await {
                 Ok(inserted) => {
                     self.on_written(part, inserted).await;
                     stored += part.len();
                 }
+                Err(failure) if failure.refusal => {
+                    self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
+                    split_refused(part, &failure.message, &mut parts, &mut refused);
+                }
                 Err(failure) => {
                     self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
-                    if failure.refusal {
-                        self.split_refused(part, &failure.message, &mut parts);
-                    } else {
-                        let mut records = part.to_vec();
-                        for rest in parts.iter().rev() {
-                            records.extend_from_slice(rest);
-                        }
-                        return Err(Unwritten {
-                            records,
-                            error: failure.message,
-                        });
+                    let mut records = part.to_vec();
+                    for rest in parts.iter().rev() {
+                        records.extend_from_slice(rest);
                     }
+                    records.extend(refused.into_iter().map(|(record, _)| record.clone()));
+                    return Err(Unwritten {
+                        records,
+                        error: failure.message,
+                    });
                 }
             }
         }
-        Ok(stored)
-    }
-
-    /// Queues the halves of a refused part (the first half on top), or sets a lone record aside.
-    fn split_refused<'a>(
-        &mut self,
-        part: &'a [UsageRecord],
-        refusal: &str,
-        parts: &mut Vec<&'a [UsageRecord]>,
-    ) {
-        if part.len() > 1 {
-            let (first, second) = part.split_at(part.len() / 2);
-            parts.push(second);
-            parts.push(first);
-        } else {
-            self.set_aside(part, refusal);
+        if stored == 0 && batch.len() > 1 {
+            return Err(Unwritten {
+                records: batch.to_vec(),
+                error: format!("the database refused every record of a batch: {refusal}"),
+            });
         }
+        for (record, message) in refused {
+            self.set_aside(std::slice::from_ref(record), &message);
+        }
+        Ok(stored)
     }
 
     /// Keeps records the database refused out of its way: in the spool's `*.rejected` file or,
@@ -460,4 +457,22 @@ impl From<&StoreError> for WriteFailure {
 struct Unwritten {
     records: Vec<UsageRecord>,
     error: String,
+}
+
+/// Queues the halves of a refused part (the first half on top), or notes a lone refused record.
+fn split_refused<'a>(
+    part: &'a [UsageRecord],
+    refusal: &str,
+    parts: &mut Vec<&'a [UsageRecord]>,
+    refused: &mut Vec<(&'a UsageRecord, String)>,
+) {
+    match part {
+        [] => {}
+        [record] => refused.push((record, refusal.to_owned())),
+        _ => {
+            let (first, second) = part.split_at(part.len() / 2);
+            parts.push(second);
+            parts.push(first);
+        }
+    }
 }

@@ -579,3 +579,22 @@ async fn a_replay_cut_short_after_setting_a_record_aside_does_not_set_it_aside_t
     );
     assert_eq!(stats.set_aside, 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_the_database_refuses_whole_is_spooled_like_an_outage_not_set_aside() {
+    // A constraint every record breaks: nothing about these records is wrong, and setting them
+    // all aside one insert at a time would leave the writer far behind.
+    let dir = tempfile::tempdir().unwrap();
+    let backend = refusing(&["req-0", "req-1", "req-2"]);
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), Some(spool));
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().spooled == 3).await;
+    assert_eq!(sink.stats().set_aside, 0);
+    assert!(set_aside_ids(dir.path()).is_empty());
+    drop(sink);
+    let stats = writer.shutdown().await.unwrap();
+    assert_eq!(stats.spooled, 3, "kept on disk for a later replay");
+}
