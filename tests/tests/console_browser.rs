@@ -198,6 +198,28 @@ async fn console_in_a_browser() {
     chrome.client.goto(&format!("{base}/keys")).await.unwrap();
     assert!(!chrome.source().await.contains("forged"));
 
+    // A double-click on "Create key" sends the form once: the page refuses the second submission
+    // (otherwise two keys are made and only the second is ever shown).
+    let submissions = chrome
+        .client
+        .execute(
+            r#"var seen = [];
+            window.addEventListener("submit", function (e) { seen.push(e.defaultPrevented); });
+            var form = document.querySelector("form[action='/keys']");
+            document.getElementById("key-name").value = "twice";
+            form.requestSubmit();
+            form.requestSubmit();
+            return seen;"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(submissions, json!([false, true]), "(defaultPrevented of each)");
+    assert!(chrome.text("#new-key").await.starts_with("sk-ig-"));
+    chrome.client.goto(&format!("{base}/keys")).await.unwrap();
+    let page = chrome.source().await;
+    assert_eq!(page.matches("primary\">twice</td>").count(), 1, "one key made");
+
     chrome.stop().await;
     drop(gateway);
 }

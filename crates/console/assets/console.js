@@ -1,4 +1,4 @@
-// imagegate console: the copy buttons. Everything else works without JavaScript.
+// imagegate console: the copy buttons, and forms sent once. Everything else works without JavaScript.
 "use strict";
 document.addEventListener("click", function (event) {
   var button = event.target.closest("button[data-copy]");
@@ -27,4 +27,22 @@ document.addEventListener("click", function (event) {
   } else {
     fallback();
   }
+});
+
+// A form marked data-submit-once is sent once: a double-click on "Create key" would otherwise
+// create two keys and show only the second (the page of the first is replaced before it shows).
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  if (!form.hasAttribute("data-submit-once")) return;
+  if (form.getAttribute("data-submitted") === "1") {
+    event.preventDefault();
+    return;
+  }
+  form.setAttribute("data-submitted", "1");
+});
+
+// A page the back button restores comes back as it was left: its forms may be sent again.
+window.addEventListener("pageshow", function () {
+  var sent = document.querySelectorAll("form[data-submitted]");
+  for (var i = 0; i < sent.length; i++) sent[i].removeAttribute("data-submitted");
 });
