@@ -31,7 +31,14 @@ pub(super) struct Flusher {
     /// Request ids of the records set aside by this process: a replay cut short after setting one
     /// aside reads it again from the spool, and must not set it aside twice.
     pub(super) set_aside_ids: HashSet<String>,
+    /// Until when a refused batch counts as an outage without being split: the database refused
+    /// every record of a whole batch lately, and splitting again would only repeat 2N-1 inserts.
+    /// Cleared by any write that goes in.
+    pub(super) refusing_all_until: Option<Instant>,
 }
+
+/// How long a batch refused whole makes later refusals count as an outage.
+const REFUSING_ALL_HOLD: Duration = Duration::from_secs(60);
 
 impl Flusher {
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<UsageRecord>) -> Result<(), WriterError> {
@@ -130,6 +137,7 @@ impl Flusher {
             if !straight_to_spool {
                 match self.attempt(&batch).await {
                     Ok(inserted) => {
+                        self.refusing_all_until = None;
                         self.on_written(&batch, inserted).await;
                         self.counters.pending.fetch_sub(batch.len(), Ordering::AcqRel);
                         return Ok(());
@@ -211,6 +219,15 @@ impl Flusher {
     /// constraint every record breaks, a schema it no longer matches), not these records: they are
     /// all handed back, to be retried and spooled like an outage's.
     async fn isolate(&mut self, batch: &[UsageRecord], refusal: &str) -> Result<usize, Unwritten> {
+        if self
+            .refusing_all_until
+            .is_some_and(|until| Instant::now() < until)
+        {
+            return Err(Unwritten {
+                records: batch.to_vec(),
+                error: format!("the database refuses every record lately: {refusal}"),
+            });
+        }
         let mut stored = 0;
         let mut parts = Vec::new();
         let mut refused = Vec::new();
@@ -218,6 +235,7 @@ impl Flusher {
         while let Some(part) = parts.pop() {
             match self.attempt(part).await {
                 Ok(inserted) => {
+                    self.refusing_all_until = None;
                     self.on_written(part, inserted).await;
                     stored += part.len();
                 }
@@ -240,6 +258,7 @@ impl Flusher {
             }
         }
         if stored == 0 && batch.len() > 1 {
+            self.refusing_all_until = Some(Instant::now() + REFUSING_ALL_HOLD);
             return Err(Unwritten {
                 records: batch.to_vec(),
                 error: format!("the database refused every record of a batch: {refusal}"),
@@ -345,6 +364,7 @@ impl Flusher {
                     // Counted as soon as the rows are committed: `on_written` then moves the keys'
                     // `last_used_at` in a transaction of its own, and the counters must not lag
                     // behind what the database already shows.
+                    self.refusing_all_until = None;
                     let len = u64::try_from(batch.len()).unwrap_or(u64::MAX);
                     self.counters.replayed.fetch_add(len, Ordering::Relaxed);
                     self.on_written(&batch, inserted).await;

@@ -305,6 +305,7 @@ impl UsageWriter {
             next_replay: Instant::now(),
             replay_backoff: config_retry_initial,
             set_aside_ids: std::collections::HashSet::new(),
+            refusing_all_until: None,
         };
         let task = tokio::spawn(flusher.run(rx));
         let sink = UsageSink {

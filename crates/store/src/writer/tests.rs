@@ -25,6 +25,8 @@ struct FakeBackend {
     refused: Mutex<Vec<String>>,
     /// Request ids whose batch fails as if the database were unreachable.
     unreachable_at: Mutex<Vec<String>>,
+    /// Inserts tried, whatever their outcome.
+    attempts: AtomicUsize,
 }
 
 impl FakeBackend {
@@ -36,6 +38,7 @@ impl FakeBackend {
 #[async_trait]
 impl UsageBackend for FakeBackend {
     async fn insert_usage_batch(&self, records: &[UsageRecord]) -> StoreResult<u64> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
         if self.hang.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
@@ -594,6 +597,9 @@ async fn a_batch_the_database_refuses_whole_is_spooled_like_an_outage_not_set_as
     wait_until(|| sink.stats().spooled == 3).await;
     assert_eq!(sink.stats().set_aside, 0);
     assert!(set_aside_ids(dir.path()).is_empty());
+    // The batch, then its parts ([0], [1, 2], [1], [2]); the two retries before spooling are not
+    // split again (they would be 5 inserts each).
+    assert_eq!(backend.attempts.load(Ordering::SeqCst), 7);
     drop(sink);
     let stats = writer.shutdown().await.unwrap();
     assert_eq!(stats.spooled, 3, "kept on disk for a later replay");
