@@ -556,3 +556,54 @@ async fn a_console_session_started_on_one_replica_works_on_the_other() {
     let location = after.headers()["location"].to_str().unwrap();
     assert!(location.starts_with("/login"), "{location}");
 }
+
+#[tokio::test]
+async fn failed_console_sign_ins_count_on_every_replica() {
+    // The console allows 5 failed sign-ins per user name in 5 minutes. Spread over two replicas
+    // behind a load balancer, they must not become 5 on each.
+    let mut cluster = Cluster::new(&[], None).await;
+    admin_with_stdin(
+        cluster.dirs[0].path(),
+        &[
+            "--config",
+            cluster.config_str(),
+            "users",
+            "add",
+            "dave",
+            "--password-stdin",
+        ],
+        "dave-console-password\n",
+    );
+    let (a, b) = (cluster.replica(&[]), cluster.replica(&[]));
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = http.get(format!("{}/login", a.url)).send().await.unwrap();
+    let cookie = format!("imagegate_login={}", set_cookie(&login, "imagegate_login"));
+    let csrf = csrf_of(&login.text().await.unwrap());
+    let sign_in = |gateway: &Gateway, password: &'static str| {
+        http.post(format!("{}/login", gateway.url))
+            .header("cookie", &cookie)
+            .form(&[
+                ("csrf", csrf.as_str()),
+                ("username", "dave"),
+                ("password", password),
+                ("next", "/keys"),
+            ])
+            .send()
+    };
+    for gateway in [&a, &b, &a, &b, &a] {
+        assert_eq!(sign_in(gateway, "guess").await.unwrap().status(), 401);
+    }
+    // Two of the five were on B, three on A: both replicas refuse now, even the right password.
+    for gateway in [&b, &a] {
+        let refused = sign_in(gateway, "dave-console-password").await.unwrap();
+        assert_eq!(refused.status(), 429);
+        let page = refused.text().await.unwrap();
+        assert!(
+            page.contains("Too many failed sign-ins. Try again in 5 minutes."),
+            "{page}"
+        );
+    }
+}

@@ -75,7 +75,7 @@ pub use auth::{
 };
 pub use backend::{ConsoleBackend, StubBackend};
 pub use error::ConsoleError;
-pub use ratelimit::LoginLimit;
+pub use ratelimit::{LoginLimit, SharedLoginCounter, Subject as LoginSubject};
 pub use session::{
     Flash, FlashKind, MemorySessionStore, Reveal, Session, SessionError, SessionKey, SessionStore,
     SessionToken,

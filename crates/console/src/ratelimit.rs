@@ -1,9 +1,14 @@
 //! Limits on failed sign-ins, per user name and per client address.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use parking_lot::Mutex;
+
+use crate::session::SessionError;
 
 /// Entries kept before stale ones are swept.
 const SWEEP_THRESHOLD: usize = 4096;
@@ -35,7 +40,7 @@ impl Default for LoginLimit {
 
 /// Something failures are counted against, with its own allowance.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Subject {
+pub struct Subject {
     key: String,
     max: u32,
 }
@@ -55,6 +60,78 @@ impl Subject {
             key: format!("ip:{ip}"),
             max: limit.max_failures_per_address,
         }
+    }
+
+    /// What it is counted under: `user:<name>` or `ip:<address>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Failures allowed in the window.
+    pub fn max(&self) -> u32 {
+        self.max
+    }
+}
+
+/// Failed sign-ins counted where several replicas see them (the gateway's Redis), with the same
+/// rules as [`LoginLimit`] describes: an attempt counts before its password is checked, in one
+/// step with the check of the limits, and a right password takes it back.
+#[async_trait]
+pub trait SharedLoginCounter: Send + Sync + fmt::Debug {
+    /// Counts an attempt against every subject unless one is at its limit: the attempt's id (for
+    /// [`SharedLoginCounter::forgive`]), or how long until an attempt is allowed.
+    async fn begin_attempt(&self, subjects: &[Subject]) -> Result<Result<String, Duration>, SessionError>;
+    /// Takes back the attempt `id` (its password was right).
+    async fn forgive(&self, subjects: &[Subject], id: &str) -> Result<(), SessionError>;
+    /// Forgets the failures of one subject (after a successful sign-in).
+    async fn clear(&self, subject: &Subject) -> Result<(), SessionError>;
+}
+
+/// Where the console counts failed sign-ins: in this process, or shared by replicas.
+#[derive(Debug, Clone)]
+pub(crate) enum LoginCounting {
+    Local(Arc<LoginLimiter>),
+    Shared(Arc<dyn SharedLoginCounter>),
+}
+
+/// An attempt counted by [`LoginCounting::begin_attempt`].
+#[derive(Debug)]
+pub(crate) enum Attempt {
+    Local(Instant),
+    Shared(String),
+}
+
+impl LoginCounting {
+    pub(crate) async fn begin_attempt(
+        &self,
+        subjects: &[Subject],
+    ) -> Result<Result<Attempt, Duration>, SessionError> {
+        match self {
+            Self::Local(limiter) => Ok(limiter.begin_attempt(subjects).map(Attempt::Local)),
+            Self::Shared(counter) => Ok(counter.begin_attempt(subjects).await?.map(Attempt::Shared)),
+        }
+    }
+
+    /// Takes back `attempt` (its password was right) and forgets the failures of `user`.
+    pub(crate) async fn succeeded(
+        &self,
+        subjects: &[Subject],
+        attempt: Attempt,
+        user: &Subject,
+    ) -> Result<(), SessionError> {
+        match (self, attempt) {
+            (Self::Local(limiter), Attempt::Local(at)) => {
+                limiter.forgive(subjects, at);
+                limiter.clear(user);
+            }
+            (Self::Shared(counter), Attempt::Shared(id)) => {
+                counter.forgive(subjects, &id).await?;
+                counter.clear(user).await?;
+            }
+            // An attempt is begun and ended on the same counting.
+            _ => {}
+        }
+        Ok(())
     }
 }
 

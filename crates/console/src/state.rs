@@ -6,7 +6,7 @@ use std::time::Duration;
 use imagegate_store::Store;
 
 use crate::backend::ConsoleBackend;
-use crate::ratelimit::{LoginLimit, LoginLimiter};
+use crate::ratelimit::{LoginCounting, LoginLimit, LoginLimiter, SharedLoginCounter};
 use crate::session::{MemorySessionStore, SessionStore};
 
 /// Settings of the console.
@@ -42,7 +42,7 @@ pub struct ConsoleState {
     pub(crate) backend: Arc<dyn ConsoleBackend>,
     pub(crate) config: Arc<ConsoleConfig>,
     pub(crate) sessions: Arc<dyn SessionStore>,
-    pub(crate) login_limiter: Arc<LoginLimiter>,
+    pub(crate) login_counting: LoginCounting,
 }
 
 impl std::fmt::Debug for ConsoleState {
@@ -69,14 +69,22 @@ impl ConsoleState {
         config: ConsoleConfig,
         sessions: Arc<dyn SessionStore>,
     ) -> Self {
-        let login_limiter = Arc::new(LoginLimiter::new(config.login_limit));
+        let login_counting = LoginCounting::Local(Arc::new(LoginLimiter::new(config.login_limit)));
         Self {
             store,
             backend,
             config: Arc::new(config),
             sessions,
-            login_limiter,
+            login_counting,
         }
+    }
+
+    /// The same console counting failed sign-ins in `counter`, shared by replicas (else each
+    /// replica allows the limit's attempts on its own).
+    #[must_use]
+    pub fn with_shared_login_counter(mut self, counter: Arc<dyn SharedLoginCounter>) -> Self {
+        self.login_counting = LoginCounting::Shared(counter);
+        self
     }
 
     /// The session store (e.g. to end a user's sessions after an out-of-band password change).

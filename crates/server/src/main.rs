@@ -8,6 +8,8 @@ mod accounts;
 mod cli;
 mod config;
 mod console;
+#[cfg(feature = "redis")]
+mod console_logins;
 mod console_sessions;
 mod control;
 mod credentials;

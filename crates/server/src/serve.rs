@@ -85,6 +85,10 @@ pub async fn run(
     let previous = MasterKey::previous_from_env()?;
     let console_sessions = crate::console_sessions::build(&config, &master_key, previous.as_ref())?;
     drop((master_key, previous));
+    #[cfg(feature = "redis")]
+    let console_logins = crate::console_logins::build(&config)?;
+    #[cfg(not(feature = "redis"))]
+    let console_logins = None;
     let dispatcher = Arc::new(Dispatcher::new(
         backend.state.clone(),
         clock.clone(),
@@ -127,6 +131,7 @@ pub async fn run(
         internal_token: crate::control::new_token(),
         in_flight: crate::in_flight::InFlight::default(),
         console_sessions,
+        console_logins,
         config: config.clone(),
     });
 

@@ -30,6 +30,8 @@ pub struct AppState {
     pub in_flight: crate::in_flight::InFlight,
     /// The console's sign-in sessions (in Redis when replicas share one).
     pub console_sessions: Arc<dyn imagegate_console::SessionStore>,
+    /// Failed console sign-ins counted with the other replicas (in Redis), if they share one.
+    pub console_logins: Option<Arc<dyn imagegate_console::SharedLoginCounter>>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -164,8 +164,8 @@ pub(crate) async fn submit(
     let mut subjects = vec![Subject::user(&username, limit)];
     subjects.extend(ip.as_deref().map(|ip| Subject::address(ip, limit)));
     let ip = ip.unwrap_or_default();
-    let attempt_at = match state.login_limiter.begin_attempt(&subjects) {
-        Ok(at) => at,
+    let attempt = match state.login_counting.begin_attempt(&subjects).await? {
+        Ok(attempt) => attempt,
         Err(wait) => return too_many(&state, &headers, &ip, &form.next, &username, wait),
     };
     let user = state.store.user_by_name(&username).await?;
@@ -198,8 +198,10 @@ pub(crate) async fn submit(
             Some(flash),
         );
     };
-    state.login_limiter.forgive(&subjects, attempt_at);
-    state.login_limiter.clear(&Subject::user(&username, limit));
+    state
+        .login_counting
+        .succeeded(&subjects, attempt, &Subject::user(&username, limit))
+        .await?;
     // A new token on every sign-in (no session fixation); drop any previous session.
     if let Some(old) = cookies::read(&headers, SESSION_COOKIE).and_then(|v| SessionToken::parse(&v)) {
         state.sessions.remove(&old.key()).await?;

@@ -32,6 +32,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         imagegate_console::ConsoleConfig::default(),
         state.console_sessions.clone(),
     );
+    let console = match &state.console_logins {
+        Some(counter) => console.with_shared_login_counter(counter.clone()),
+        None => console,
+    };
     let v1 = Router::new()
         .route(
             "/images/generations",
