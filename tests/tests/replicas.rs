@@ -607,3 +607,40 @@ async fn failed_console_sign_ins_count_on_every_replica() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_per_address_sign_in_limit_stays_per_replica() {
+    // Behind a load balancer every client has the balancer's address: one allowance of 20 for the
+    // whole deployment would let one client lock everyone out of the console. Here all sign-ins
+    // come from 127.0.0.1, for 22 different names, spread over two replicas.
+    let mut cluster = Cluster::new(&[], None).await;
+    let (a, b) = (cluster.replica(&[]), cluster.replica(&[]));
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = http.get(format!("{}/login", a.url)).send().await.unwrap();
+    let cookie = format!("imagegate_login={}", set_cookie(&login, "imagegate_login"));
+    let csrf = csrf_of(&login.text().await.unwrap());
+    for i in 0..22 {
+        let gateway = if i % 2 == 0 { &a } else { &b };
+        let name = format!("nobody-{i}");
+        let status = http
+            .post(format!("{}/login", gateway.url))
+            .header("cookie", &cookie)
+            .form(&[
+                ("csrf", csrf.as_str()),
+                ("username", name.as_str()),
+                ("password", "guess"),
+                ("next", "/keys"),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(
+            status, 401,
+            "attempt {i}: eleven per replica, within each one's 20"
+        );
+    }
+}

@@ -88,17 +88,24 @@ pub trait SharedLoginCounter: Send + Sync + fmt::Debug {
 }
 
 /// Where the console counts failed sign-ins: in this process, or shared by replicas.
+///
+/// Shared, only user names are counted together. Addresses stay per replica: behind a load
+/// balancer every client has the balancer's address, and one address allowance for the whole
+/// deployment would let one client lock everyone out of the console.
 #[derive(Debug, Clone)]
 pub(crate) enum LoginCounting {
     Local(Arc<LoginLimiter>),
-    Shared(Arc<dyn SharedLoginCounter>),
+    Shared {
+        users: Arc<dyn SharedLoginCounter>,
+        addresses: Arc<LoginLimiter>,
+    },
 }
 
 /// An attempt counted by [`LoginCounting::begin_attempt`].
 #[derive(Debug)]
 pub(crate) enum Attempt {
     Local(Instant),
-    Shared(String),
+    Shared { id: String, addresses_at: Instant },
 }
 
 impl LoginCounting {
@@ -108,7 +115,21 @@ impl LoginCounting {
     ) -> Result<Result<Attempt, Duration>, SessionError> {
         match self {
             Self::Local(limiter) => Ok(limiter.begin_attempt(subjects).map(Attempt::Local)),
-            Self::Shared(counter) => Ok(counter.begin_attempt(subjects).await?.map(Attempt::Shared)),
+            Self::Shared { users, addresses } => {
+                let (names, ips) = split_subjects(subjects);
+                let addresses_at = match addresses.begin_attempt(&ips) {
+                    Ok(at) => at,
+                    Err(wait) => return Ok(Err(wait)),
+                };
+                match users.begin_attempt(&names).await {
+                    Ok(Ok(id)) => Ok(Ok(Attempt::Shared { id, addresses_at })),
+                    // Not let through: not counted against the address either.
+                    refused => {
+                        addresses.forgive(&ips, addresses_at);
+                        refused.map(|answer| answer.map(|id| Attempt::Shared { id, addresses_at }))
+                    }
+                }
+            }
         }
     }
 
@@ -124,15 +145,25 @@ impl LoginCounting {
                 limiter.forgive(subjects, at);
                 limiter.clear(user);
             }
-            (Self::Shared(counter), Attempt::Shared(id)) => {
-                counter.forgive(subjects, &id).await?;
-                counter.clear(user).await?;
+            (Self::Shared { users, addresses }, Attempt::Shared { id, addresses_at }) => {
+                let (names, ips) = split_subjects(subjects);
+                addresses.forgive(&ips, addresses_at);
+                users.forgive(&names, &id).await?;
+                users.clear(user).await?;
             }
             // An attempt is begun and ended on the same counting.
             _ => {}
         }
         Ok(())
     }
+}
+
+/// User names and addresses, apart.
+fn split_subjects(subjects: &[Subject]) -> (Vec<Subject>, Vec<Subject>) {
+    subjects
+        .iter()
+        .cloned()
+        .partition(|subject| !subject.key.starts_with("ip:"))
 }
 
 /// Recent failures per subject (`user:<name>`, `ip:<address>`).

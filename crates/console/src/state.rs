@@ -79,11 +79,15 @@ impl ConsoleState {
         }
     }
 
-    /// The same console counting failed sign-ins in `counter`, shared by replicas (else each
-    /// replica allows the limit's attempts on its own).
+    /// The same console counting failed sign-ins per user name in `counter`, shared by replicas
+    /// (else each replica allows the limit's attempts on its own). Addresses are still counted per
+    /// replica (behind a load balancer, every client may have the balancer's address).
     #[must_use]
     pub fn with_shared_login_counter(mut self, counter: Arc<dyn SharedLoginCounter>) -> Self {
-        self.login_counting = LoginCounting::Shared(counter);
+        self.login_counting = LoginCounting::Shared {
+            users: counter,
+            addresses: Arc::new(LoginLimiter::new(self.config.login_limit)),
+        };
         self
     }
 
