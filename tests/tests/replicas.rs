@@ -458,43 +458,70 @@ fn csrf_of(page: &str) -> String {
     page[start..].split('"').next().unwrap().to_owned()
 }
 
+impl Cluster {
+    /// Adds a user who can sign in to the console with `password`.
+    fn add_login(&self, name: &str, password: &str) {
+        admin_with_stdin(
+            self.dirs[0].path(),
+            &[
+                "--config",
+                self.config_str(),
+                "users",
+                "add",
+                name,
+                "--password-stdin",
+            ],
+            &format!("{password}\n"),
+        );
+    }
+}
+
+/// A browser at the console's sign-in form: its login cookie and CSRF token (a double-submit
+/// pair any replica accepts), and a client that does not follow redirects.
+struct SignInForm {
+    http: reqwest::Client,
+    cookie: String,
+    csrf: String,
+}
+
+impl SignInForm {
+    async fn open(gateway: &Gateway) -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let login = http.get(format!("{}/login", gateway.url)).send().await.unwrap();
+        let cookie = format!("imagegate_login={}", set_cookie(&login, "imagegate_login"));
+        let csrf = csrf_of(&login.text().await.unwrap());
+        Self { http, cookie, csrf }
+    }
+
+    /// Sends the form to `gateway`.
+    async fn sign_in(&self, gateway: &Gateway, username: &str, password: &str) -> reqwest::Response {
+        self.http
+            .post(format!("{}/login", gateway.url))
+            .header("cookie", &self.cookie)
+            .form(&[
+                ("csrf", self.csrf.as_str()),
+                ("username", username),
+                ("password", password),
+                ("next", "/keys"),
+            ])
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
 #[tokio::test]
 async fn a_console_session_started_on_one_replica_works_on_the_other() {
     // Behind a load balancer, a browser's requests land on any replica.
     let mut cluster = Cluster::new(&[], None).await;
-    admin_with_stdin(
-        cluster.dirs[0].path(),
-        &[
-            "--config",
-            cluster.config_str(),
-            "users",
-            "add",
-            "carol",
-            "--password-stdin",
-        ],
-        "carol-console-password\n",
-    );
+    cluster.add_login("carol", "carol-console-password");
     let (a, b) = (cluster.replica(&[]), cluster.replica(&[]));
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-
-    let login = http.get(format!("{}/login", a.url)).send().await.unwrap();
-    let login_cookie = set_cookie(&login, "imagegate_login");
-    let csrf = csrf_of(&login.text().await.unwrap());
-    let signed_in = http
-        .post(format!("{}/login", a.url))
-        .header("cookie", format!("imagegate_login={login_cookie}"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("username", "carol"),
-            ("password", "carol-console-password"),
-            ("next", "/keys"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let form = SignInForm::open(&a).await;
+    let http = &form.http;
+    let signed_in = form.sign_in(&a, "carol", "carol-console-password").await;
     assert_eq!(signed_in.status(), 303);
     let session = format!(
         "imagegate_session={}",
@@ -562,43 +589,15 @@ async fn failed_console_sign_ins_count_on_every_replica() {
     // The console allows 5 failed sign-ins per user name in 5 minutes. Spread over two replicas
     // behind a load balancer, they must not become 5 on each.
     let mut cluster = Cluster::new(&[], None).await;
-    admin_with_stdin(
-        cluster.dirs[0].path(),
-        &[
-            "--config",
-            cluster.config_str(),
-            "users",
-            "add",
-            "dave",
-            "--password-stdin",
-        ],
-        "dave-console-password\n",
-    );
+    cluster.add_login("dave", "dave-console-password");
     let (a, b) = (cluster.replica(&[]), cluster.replica(&[]));
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let login = http.get(format!("{}/login", a.url)).send().await.unwrap();
-    let cookie = format!("imagegate_login={}", set_cookie(&login, "imagegate_login"));
-    let csrf = csrf_of(&login.text().await.unwrap());
-    let sign_in = |gateway: &Gateway, password: &'static str| {
-        http.post(format!("{}/login", gateway.url))
-            .header("cookie", &cookie)
-            .form(&[
-                ("csrf", csrf.as_str()),
-                ("username", "dave"),
-                ("password", password),
-                ("next", "/keys"),
-            ])
-            .send()
-    };
+    let form = SignInForm::open(&a).await;
     for gateway in [&a, &b, &a, &b, &a] {
-        assert_eq!(sign_in(gateway, "guess").await.unwrap().status(), 401);
+        assert_eq!(form.sign_in(gateway, "dave", "guess").await.status(), 401);
     }
     // Two of the five were on B, three on A: both replicas refuse now, even the right password.
     for gateway in [&b, &a] {
-        let refused = sign_in(gateway, "dave-console-password").await.unwrap();
+        let refused = form.sign_in(gateway, "dave", "dave-console-password").await;
         assert_eq!(refused.status(), 429);
         let page = refused.text().await.unwrap();
         assert!(
@@ -615,28 +614,12 @@ async fn the_per_address_sign_in_limit_stays_per_replica() {
     // come from 127.0.0.1, for 22 different names, spread over two replicas.
     let mut cluster = Cluster::new(&[], None).await;
     let (a, b) = (cluster.replica(&[]), cluster.replica(&[]));
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let login = http.get(format!("{}/login", a.url)).send().await.unwrap();
-    let cookie = format!("imagegate_login={}", set_cookie(&login, "imagegate_login"));
-    let csrf = csrf_of(&login.text().await.unwrap());
+    let form = SignInForm::open(&a).await;
     for i in 0..22 {
         let gateway = if i % 2 == 0 { &a } else { &b };
-        let name = format!("nobody-{i}");
-        let status = http
-            .post(format!("{}/login", gateway.url))
-            .header("cookie", &cookie)
-            .form(&[
-                ("csrf", csrf.as_str()),
-                ("username", name.as_str()),
-                ("password", "guess"),
-                ("next", "/keys"),
-            ])
-            .send()
+        let status = form
+            .sign_in(gateway, &format!("nobody-{i}"), "guess")
             .await
-            .unwrap()
             .status();
         assert_eq!(
             status, 401,

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use imagegate_console::{LoginLimit, LoginSubject, SessionError, SharedLoginCounter};
+
+use crate::console_sessions::redis_store::failed;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
@@ -43,8 +45,7 @@ pub fn build(
     let Some(url) = &config.redis_url else {
         return Ok(None);
     };
-    let redis = imagegate_dispatch::RedisConfig::new(url)
-        .with_prefix(crate::pool_backend::key_prefix(&config.redis_prefix));
+    let redis = crate::pool_backend::redis_config(config, url);
     let connection = redis
         .connect()
         .map_err(crate::pool_backend::BackendError::Redis)?;
@@ -87,10 +88,6 @@ impl RedisLoginCounter {
     fn key(&self, subject: &LoginSubject) -> String {
         format!("{}console:login:{}", self.prefix, subject.key())
     }
-}
-
-fn failed(operation: &str, error: &redis::RedisError) -> SessionError {
-    SessionError(format!("redis: {operation} failed: {error}"))
 }
 
 fn now_ms() -> i64 {
@@ -149,9 +146,8 @@ impl SharedLoginCounter for RedisLoginCounter {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
-    use imagegate_dispatch::RedisConfig;
-
     use super::*;
+    use crate::console_sessions::redis_store::tests::{test_connection, unique_prefix};
 
     const LIMIT: LoginLimit = LoginLimit {
         max_failures: 3,
@@ -160,22 +156,12 @@ mod tests {
     };
 
     fn counter(prefix: &str) -> RedisLoginCounter {
-        let url =
-            std::env::var("IMAGEGATE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-        RedisLoginCounter::new(RedisConfig::new(url).connect().unwrap(), prefix, &LIMIT)
-    }
-
-    fn prefix() -> String {
-        let token = imagegate_console::SessionToken::generate();
-        format!(
-            "imagegate-test-logins-{}:",
-            token.expose().get(..12).unwrap_or("x")
-        )
+        RedisLoginCounter::new(test_connection(), prefix, &LIMIT)
     }
 
     #[tokio::test]
     async fn replicas_share_one_allowance_and_a_right_password_takes_its_attempt_back() {
-        let prefix = prefix();
+        let prefix = unique_prefix();
         let (one, other) = (counter(&prefix), counter(&prefix));
         let subjects = [
             LoginSubject::user("Alice", &LIMIT),

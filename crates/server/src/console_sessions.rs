@@ -22,8 +22,7 @@ pub fn build(
         None => Ok(Arc::new(MemorySessionStore::new())),
         #[cfg(feature = "redis")]
         Some(url) => {
-            let redis = imagegate_dispatch::RedisConfig::new(url)
-                .with_prefix(crate::pool_backend::key_prefix(&config.redis_prefix));
+            let redis = crate::pool_backend::redis_config(config, url);
             let connection = redis.connect().map_err(BackendError::Redis)?;
             let crypto = imagegate_store::Crypto::new(master_key).with_previous(previous);
             Ok(Arc::new(redis_store::RedisSessionStore::new(
@@ -169,7 +168,8 @@ pub mod redis_store {
         }
     }
 
-    fn failed(operation: &str, error: &redis::RedisError) -> SessionError {
+    /// A Redis failure of the console's shared state, as the console reports it.
+    pub(crate) fn failed(operation: &str, error: &redis::RedisError) -> SessionError {
         SessionError(format!("redis: {operation} failed: {error}"))
     }
 
@@ -309,7 +309,7 @@ pub mod redis_store {
 
     #[cfg(test)]
     #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-    mod tests {
+    pub(crate) mod tests {
         use std::time::Duration;
 
         use imagegate_console::SessionToken;
@@ -318,20 +318,23 @@ pub mod redis_store {
 
         use super::*;
 
-        fn redis_url() -> String {
-            std::env::var("IMAGEGATE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+        /// The test Redis (`IMAGEGATE_TEST_REDIS_URL`, default the local one).
+        pub(crate) fn test_connection() -> ConnectionManager {
+            let url = std::env::var("IMAGEGATE_TEST_REDIS_URL")
+                .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+            RedisConfig::new(url).connect().unwrap()
+        }
+
+        /// A key prefix no other test run uses.
+        pub(crate) fn unique_prefix() -> String {
+            format!(
+                "imagegate-test-console-{}:",
+                SessionToken::generate().expose().get(..12).unwrap_or("x")
+            )
         }
 
         fn store(prefix: &str, key: &MasterKey) -> RedisSessionStore {
-            let connection = RedisConfig::new(redis_url()).connect().unwrap();
-            RedisSessionStore::new(connection, prefix, Crypto::new(key))
-        }
-
-        fn unique_prefix() -> String {
-            format!(
-                "imagegate-test-sessions-{}:",
-                SessionToken::generate().expose().get(..12).unwrap_or("x")
-            )
+            RedisSessionStore::new(test_connection(), prefix, Crypto::new(key))
         }
 
         #[tokio::test]
@@ -362,7 +365,7 @@ pub mod redis_store {
             }
 
             // Nothing readable in Redis: neither the new key nor the CSRF token.
-            let mut connection = RedisConfig::new(redis_url()).connect().unwrap();
+            let mut connection = test_connection();
             let raw: Vec<u8> = connection
                 .get(format!("{prefix}console:session:{}", token.key().as_str()))
                 .await
@@ -414,7 +417,7 @@ pub mod redis_store {
 
             // Someone who can write to Redis copies the admin's sealed session under their own
             // token's key: it must not open there.
-            let mut connection = RedisConfig::new(redis_url()).connect().unwrap();
+            let mut connection = test_connection();
             let sealed: Vec<u8> = connection
                 .get(format!("{prefix}console:session:{}", admin.key().as_str()))
                 .await
@@ -444,7 +447,7 @@ pub mod redis_store {
             let (old, new) = (MasterKey::generate().unwrap(), MasterKey::generate().unwrap());
             let prefix = unique_prefix();
             let not_restarted = store(&prefix, &old);
-            let connection = RedisConfig::new(redis_url()).connect().unwrap();
+            let connection = test_connection();
             let restarted =
                 RedisSessionStore::new(connection, &prefix, Crypto::new(&new).with_previous(Some(&old)));
             let token = SessionToken::generate();

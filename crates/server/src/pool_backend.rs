@@ -111,7 +111,7 @@ impl PoolBackend {
 }
 
 #[cfg(feature = "redis")]
-pub(crate) use redis_side::key_prefix;
+pub(crate) use redis_side::redis_config;
 
 #[cfg(feature = "redis")]
 mod redis_side {
@@ -146,8 +146,13 @@ mod redis_side {
         }
     }
 
+    /// The Redis at `url` with `config`'s key prefix, as every shared part of a replica uses it.
+    pub(crate) fn redis_config(config: &Config, url: &str) -> RedisConfig {
+        RedisConfig::new(url).with_prefix(key_prefix(&config.redis_prefix))
+    }
+
     pub(super) fn build(config: &Config, url: &str) -> Result<PoolBackend, BackendError> {
-        let redis = RedisConfig::new(url).with_prefix(key_prefix(&config.redis_prefix));
+        let redis = redis_config(config, url);
         let policy = CooldownPolicy::default();
         let pool = Arc::new(
             RedisPoolState::new(&redis, policy.clone()).map_err(|e| BackendError::Redis(e.to_string()))?,
