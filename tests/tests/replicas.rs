@@ -627,3 +627,56 @@ async fn the_per_address_sign_in_limit_stays_per_replica() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_console_asks_to_come_back_while_redis_is_out_of_reach() {
+    // Console sessions and sign-in failures live in Redis. Without it no page can be served, and
+    // the visitor is told so (503 with Retry-After), not shown an internal error; the session
+    // works again once Redis is back.
+    let redis_addr: std::net::SocketAddr = test_redis_url()
+        .trim_start_matches("redis://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let proxy = TcpProxy::start(redis_addr).await.unwrap();
+    let redis_url = format!("redis://{}", proxy.addr());
+    let mut cluster = Cluster::with_redis(&[], None, &redis_url).await;
+    cluster.add_login("erin", "erin-console-password");
+    let gateway = cluster.replica(&[]);
+    let form = SignInForm::open(&gateway).await;
+    let signed_in = form.sign_in(&gateway, "erin", "erin-console-password").await;
+    assert_eq!(signed_in.status(), 303);
+    let session = format!(
+        "imagegate_session={}",
+        set_cookie(&signed_in, "imagegate_session")
+    );
+    let keys = || {
+        form.http
+            .get(format!("{}/keys", gateway.url))
+            .header("cookie", &session)
+            .send()
+    };
+    assert_eq!(keys().await.unwrap().status(), 200);
+
+    proxy.cut();
+    let page = keys().await.unwrap();
+    assert_eq!(page.status(), 503);
+    assert_eq!(page.headers()["retry-after"], "5");
+    let text = page.text().await.unwrap();
+    assert!(text.contains("Temporarily unavailable"), "{text}");
+    let sign_in = form.sign_in(&gateway, "erin", "erin-console-password").await;
+    assert_eq!(sign_in.status(), 503, "a sign-in cannot be counted either");
+
+    proxy.restore();
+    let mut status = 0;
+    for _ in 0..50 {
+        status = keys().await.unwrap().status().as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(status, 200, "the same session works once Redis is back");
+    drop(gateway);
+    let _ = cluster.database.drop_database().await;
+}

@@ -1,7 +1,8 @@
 //! [`ConsoleError`]: what can go wrong while serving a page, and the error page it becomes.
 
 use askama::Template;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use imagegate_store::StoreError;
 
@@ -43,7 +44,21 @@ struct ErrorPage {
     detail: String,
 }
 
+/// Seconds a visitor is asked to wait (`Retry-After`) when the database or session store is
+/// out of reach.
+const RETRY_AFTER_UNAVAILABLE_SECS: u32 = 5;
+
 impl ConsoleError {
+    /// Whether the database or the session store could not be reached (the page may work again
+    /// in a moment), rather than failing on this request.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Store(error) => error.is_unavailable(),
+            Self::Session(error) => error.is_unavailable(),
+            _ => false,
+        }
+    }
+
     fn status_and_text(&self) -> (StatusCode, &'static str, String) {
         match self {
             Self::NotFound | Self::Store(StoreError::NotFound { .. }) => (
@@ -64,6 +79,12 @@ impl ConsoleError {
             ),
             Self::BadRequest(detail) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
             Self::Store(StoreError::Invalid(detail)) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
+            _ if self.is_unavailable() => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Temporarily unavailable",
+                "The console cannot reach its database or its session store at the moment. Wait a few seconds and try again."
+                    .to_owned(),
+            ),
             Self::Store(_) | Self::Session(_) | Self::Render(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Something went wrong",
@@ -77,7 +98,9 @@ impl ConsoleError {
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let (status, heading, detail) = self.status_and_text();
-        if status.is_server_error() {
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(error = %self, "console page unavailable");
+        } else if status.is_server_error() {
             tracing::error!(error = %self, "console page failed");
         }
         let page = ErrorPage {
@@ -85,12 +108,60 @@ impl IntoResponse for ConsoleError {
             heading,
             detail,
         };
-        match page.render() {
+        let mut response = match page.render() {
             Ok(html) => (status, Html(html)).into_response(),
             Err(_) => (status, heading).into_response(),
+        };
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_UNAVAILABLE_SECS));
         }
+        response
     }
 }
 
 /// Result of a page handler.
 pub(crate) type PageResult<T = Response> = Result<T, ConsoleError>;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn status_and_retry_after(error: ConsoleError) -> (StatusCode, Option<String>) {
+        let response = error.into_response();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_owned());
+        (response.status(), retry_after)
+    }
+
+    #[test]
+    fn an_unreachable_store_asks_the_visitor_to_come_back() {
+        for error in [
+            ConsoleError::Session(SessionError::unavailable("redis: connection refused")),
+            ConsoleError::Store(StoreError::Unavailable("pool timed out".to_owned())),
+        ] {
+            assert_eq!(
+                status_and_retry_after(error),
+                (StatusCode::SERVICE_UNAVAILABLE, Some("5".to_owned()))
+            );
+        }
+    }
+
+    #[test]
+    fn other_store_failures_stay_internal_errors() {
+        for error in [
+            ConsoleError::Session(SessionError::new("cannot seal the session")),
+            ConsoleError::Store(StoreError::Corrupt("role".to_owned())),
+        ] {
+            assert_eq!(
+                status_and_retry_after(error),
+                (StatusCode::INTERNAL_SERVER_ERROR, None)
+            );
+        }
+    }
+}

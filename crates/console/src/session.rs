@@ -165,10 +165,37 @@ impl Session {
     }
 }
 
-/// A session store failed (a database-backed one; the memory store never does).
+/// A session store failed (a shared one; the memory store never does).
 #[derive(Debug, thiserror::Error)]
-#[error("session store: {0}")]
-pub struct SessionError(pub String);
+#[error("session store: {message}")]
+pub struct SessionError {
+    message: String,
+    unavailable: bool,
+}
+
+impl SessionError {
+    /// The store failed on this call (it could not seal a session, say).
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            unavailable: false,
+        }
+    }
+
+    /// The store could not be reached (refused, dropped or timed-out connection): the console
+    /// answers 503 and the visitor may try again shortly.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            unavailable: true,
+        }
+    }
+
+    /// Whether the store could not be reached, rather than failing this call.
+    pub fn is_unavailable(&self) -> bool {
+        self.unavailable
+    }
+}
 
 /// Where sessions live.
 #[async_trait]

@@ -112,10 +112,10 @@ pub mod redis_store {
         /// key (by someone who can write to Redis), it does not open.
         fn seal(&self, at: &str, session: &Session) -> Result<Vec<u8>, SessionError> {
             let stored = Stored::new(at, session);
-            let json = serde_json::to_vec(&stored).map_err(|e| SessionError(e.to_string()))?;
+            let json = serde_json::to_vec(&stored).map_err(|e| SessionError::new(e.to_string()))?;
             self.crypto
                 .encrypt(&json)
-                .map_err(|e| SessionError(e.to_string()))
+                .map_err(|e| SessionError::new(e.to_string()))
         }
 
         /// The session sealed in `bytes` for the Redis key `at`; `None` when it cannot be opened
@@ -170,7 +170,16 @@ pub mod redis_store {
 
     /// A Redis failure of the console's shared state, as the console reports it.
     pub(crate) fn failed(operation: &str, error: &redis::RedisError) -> SessionError {
-        SessionError(format!("redis: {operation} failed: {error}"))
+        let message = format!("redis: {operation} failed: {error}");
+        let unreachable = error.is_io_error()
+            || error.is_connection_refusal()
+            || error.is_connection_dropped()
+            || error.is_timeout();
+        if unreachable {
+            SessionError::unavailable(message)
+        } else {
+            SessionError::new(message)
+        }
     }
 
     #[async_trait]
