@@ -116,6 +116,26 @@ impl Cluster {
         cluster
     }
 
+    /// Sets `key` (a line of `docs/examples/replica.toml`) to `value` in the shared
+    /// configuration, for replicas started after.
+    fn set_config(&self, key: &str, value: &str) {
+        let text = std::fs::read_to_string(&self.config).unwrap();
+        let mut found = false;
+        let lines: Vec<String> = text
+            .lines()
+            .map(|line| {
+                if line.split('=').next().is_some_and(|k| k.trim() == key) {
+                    found = true;
+                    format!("{key} = {value}")
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect();
+        assert!(found, "no `{key} =` line");
+        std::fs::write(&self.config, lines.join("\n") + "\n").unwrap();
+    }
+
     fn config_str(&self) -> &str {
         self.config.to_str().unwrap()
     }
@@ -485,6 +505,29 @@ struct SignInForm {
 }
 
 impl SignInForm {
+    /// Sends the form to `gateway` through a proxy that saw the client at `client`.
+    async fn sign_in_via_proxy(
+        &self,
+        gateway: &Gateway,
+        client: &str,
+        username: &str,
+    ) -> reqwest::StatusCode {
+        self.http
+            .post(format!("{}/login", gateway.url))
+            .header("cookie", &self.cookie)
+            .header("x-forwarded-for", client)
+            .form(&[
+                ("csrf", self.csrf.as_str()),
+                ("username", username),
+                ("password", "guess"),
+                ("next", "/keys"),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
     async fn open(gateway: &Gateway) -> Self {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -679,4 +722,28 @@ async fn the_console_asks_to_come_back_while_redis_is_out_of_reach() {
     assert_eq!(status, 200, "the same session works once Redis is back");
     drop(gateway);
     let _ = cluster.database.drop_database().await;
+}
+
+#[tokio::test]
+async fn behind_a_trusted_balancer_each_client_has_its_own_sign_in_allowance() {
+    // Here the test itself is the balancer in front of the replica (127.0.0.1, named in
+    // `[console] trusted_proxies`), passing on each client's address in X-Forwarded-For.
+    let mut cluster = Cluster::new(&[], None).await;
+    cluster.set_config("trusted_proxies", r#"["127.0.0.1"]"#);
+    let gateway = cluster.replica(&[]);
+    let form = SignInForm::open(&gateway).await;
+    for i in 0..20 {
+        let status = form
+            .sign_in_via_proxy(&gateway, "198.51.100.7", &format!("nobody-{i}"))
+            .await;
+        assert_eq!(status, 401, "attempt {i}: within the address's 20");
+    }
+    let status = form
+        .sign_in_via_proxy(&gateway, "198.51.100.7", "nobody-20")
+        .await;
+    assert_eq!(status, 429, "that client's 21st failure in 5 minutes");
+    let status = form
+        .sign_in_via_proxy(&gateway, "198.51.100.8", "nobody-21")
+        .await;
+    assert_eq!(status, 401, "another client behind the balancer may still try");
 }

@@ -22,6 +22,9 @@ pub struct ConsoleConfig {
     pub session_ttl: Duration,
     /// How many failed sign-ins are allowed, per user name and per client address.
     pub login_limit: LoginLimit,
+    /// Proxies (load balancers) whose `X-Forwarded-For` names the client's address. Empty: the
+    /// client's address is the connection's peer and the header is ignored.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl Default for ConsoleConfig {
@@ -31,6 +34,7 @@ impl Default for ConsoleConfig {
             secure_cookies: false,
             session_ttl: Duration::from_secs(12 * 3600),
             login_limit: LoginLimit::default(),
+            trusted_proxies: Vec::new(),
         }
     }
 }

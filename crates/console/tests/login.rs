@@ -208,6 +208,17 @@ async fn sign_ins_sent_together_are_limited_like_sign_ins_sent_one_by_one() {
 
 /// Posts the login form from the client address `ip`.
 async fn login_from(console: &Console, ip: [u8; 4], name: &str, password: &str) -> StatusCode {
+    login_via(console, ip, None, name, password).await
+}
+
+/// Posts the login form from `ip`, with `X-Forwarded-For: forwarded_for` if given.
+async fn login_via(
+    console: &Console,
+    ip: [u8; 4],
+    forwarded_for: Option<&str>,
+    name: &str,
+    password: &str,
+) -> StatusCode {
     let page = console.get("/login", None).await;
     let cookie = format!("imagegate_login={}", page.cookie("imagegate_login").unwrap());
     let body = serde_html_form::to_string([
@@ -221,6 +232,11 @@ async fn login_from(console: &Console, ip: [u8; 4], name: &str, password: &str) 
         .header(header::COOKIE, cookie)
         .body(Body::from(body))
         .unwrap();
+    if let Some(forwarded_for) = forwarded_for {
+        request
+            .headers_mut()
+            .insert("x-forwarded-for", forwarded_for.parse().unwrap());
+    }
     request
         .extensions_mut()
         .insert(ConnectInfo(SocketAddr::from((ip, 40_000))));
@@ -335,4 +351,72 @@ async fn pages_carry_security_headers_and_assets_are_served() {
     assert!(css.body.contains(":focus-visible"));
     let js = console.get("/assets/console.js", None).await;
     assert!(js.body.contains("data-copy"));
+}
+
+#[tokio::test]
+async fn behind_a_trusted_balancer_each_client_has_its_own_address_allowance() {
+    let limit = LoginLimit {
+        max_failures: 5,
+        max_failures_per_address: 2,
+        window: Duration::from_secs(300),
+    };
+    let console = Console::with_config(ConsoleConfig {
+        login_limit: limit,
+        trusted_proxies: vec!["10.0.0.0/8".parse().unwrap()],
+        ..ConsoleConfig::default()
+    })
+    .await;
+    console.user("alice", "alice-password", false).await;
+    let balancer = [10, 0, 0, 1];
+    for name in ["carol", "dave"] {
+        let status = login_via(&console, balancer, Some("198.51.100.7"), name, "guess").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    // That client is out of attempts, even naming another address in front of the balancer's.
+    let spoofed = login_via(
+        &console,
+        balancer,
+        Some("198.51.100.99, 198.51.100.7"),
+        "alice",
+        "alice-password",
+    )
+    .await;
+    assert_eq!(spoofed, StatusCode::TOO_MANY_REQUESTS);
+    // Another client behind the same balancer is not.
+    let other = login_via(
+        &console,
+        balancer,
+        Some("198.51.100.8"),
+        "alice",
+        "alice-password",
+    )
+    .await;
+    assert_eq!(other, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn a_client_not_behind_a_trusted_proxy_cannot_pick_its_address() {
+    let limit = LoginLimit {
+        max_failures: 5,
+        max_failures_per_address: 2,
+        window: Duration::from_secs(300),
+    };
+    let console = Console::with_config(ConsoleConfig {
+        login_limit: limit,
+        trusted_proxies: vec!["10.0.0.0/8".parse().unwrap()],
+        ..ConsoleConfig::default()
+    })
+    .await;
+    console.user("alice", "alice-password", false).await;
+    let client = [203, 0, 113, 9];
+    for (name, forwarded_for) in [("carol", "198.51.100.1"), ("dave", "198.51.100.2")] {
+        let status = login_via(&console, client, Some(forwarded_for), name, "guess").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let third = login_via(&console, client, Some("198.51.100.3"), "alice", "alice-password").await;
+    assert_eq!(
+        third,
+        StatusCode::TOO_MANY_REQUESTS,
+        "counted under its own address"
+    );
 }

@@ -18,6 +18,8 @@ pub enum ConfigError {
     Parse { path: PathBuf, source: toml::de::Error },
     #[error("invalid listen address {0:?}")]
     Listen(String),
+    #[error("[console] trusted_proxies: {0:?} is neither an address nor a network (10.0.0.0/8)")]
+    TrustedProxy(String),
 }
 
 /// The configuration file, every key optional.
@@ -41,6 +43,47 @@ pub struct FileConfig {
     pub agent_user_agents: Vec<String>,
     /// `[codex]`: the OAuth refresh of subscription accounts' access tokens.
     pub codex: CodexConfig,
+    /// `[console]`: the web console.
+    pub console: ConsoleFileConfig,
+}
+
+/// `[console]`: the web console behind a load balancer or TLS terminator.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleFileConfig {
+    /// The public base URL (`https://images.example.com`) shown in the snippets; an `https` one
+    /// also marks the session cookie `Secure`. Default: each request's `Host`.
+    pub base_url: Option<String>,
+    /// Always mark the session cookie `Secure`.
+    pub secure_cookies: bool,
+    /// Addresses or networks of the proxies in front (`["10.0.0.0/8"]`) whose
+    /// `X-Forwarded-For` names the client, whose address the sign-in limit counts. Default: none,
+    /// so the header is ignored and the client is the connection's peer.
+    pub trusted_proxies: Vec<String>,
+}
+
+impl ConsoleFileConfig {
+    fn resolve(self) -> Result<imagegate_console::ConsoleConfig, ConfigError> {
+        let trusted_proxies = self
+            .trusted_proxies
+            .iter()
+            .map(|text| parse_network(text).ok_or_else(|| ConfigError::TrustedProxy(text.clone())))
+            .collect::<Result<_, _>>()?;
+        Ok(imagegate_console::ConsoleConfig {
+            base_url_hint: self.base_url,
+            secure_cookies: self.secure_cookies,
+            trusted_proxies,
+            ..imagegate_console::ConsoleConfig::default()
+        })
+    }
+}
+
+/// A network (`10.0.0.0/8`, `fd00::/8`) or a single address (`10.0.0.5`).
+fn parse_network(text: &str) -> Option<ipnet::IpNet> {
+    let text = text.trim();
+    text.parse()
+        .ok()
+        .or_else(|| text.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
 }
 
 /// Timeouts per hop, in seconds.
@@ -208,6 +251,7 @@ pub struct Config {
     pub dispatch: DispatchFileConfig,
     pub agent_user_agents: Vec<String>,
     pub codex: CodexConfig,
+    pub console: imagegate_console::ConsoleConfig,
 }
 
 /// The default listen address.
@@ -257,6 +301,7 @@ impl Config {
             dispatch: file.dispatch,
             agent_user_agents,
             codex: file.codex,
+            console: file.console.resolve()?,
         })
     }
 
@@ -363,6 +408,54 @@ mod tests {
         );
         let defaults = CodexConfig::default().upstream();
         assert_eq!(defaults, imagegate_upstream::CodexAuthConfig::default());
+    }
+
+    fn load_text(name: &str, text: &str) -> Result<Config, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("imagegate-config-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, text).unwrap();
+        let global = GlobalArgs {
+            config: Some(path),
+            data_dir: Some(dir),
+            ..GlobalArgs::default()
+        };
+        Config::load(&global, &ServeArgs::default())
+    }
+
+    #[test]
+    fn the_console_section_names_the_trusted_proxies() {
+        let config = load_text(
+            "console",
+            "[console]\nbase_url = \"https://img.example\"\ntrusted_proxies = [\"10.0.0.0/8\", \"192.0.2.7\", \"fd00::/8\"]\n",
+        )
+        .unwrap();
+        let console = config.console;
+        assert_eq!(console.base_url_hint.as_deref(), Some("https://img.example"));
+        let trusted: Vec<String> = console.trusted_proxies.iter().map(ToString::to_string).collect();
+        assert_eq!(trusted, ["10.0.0.0/8", "192.0.2.7/32", "fd00::/8"]);
+        let unset = load_text("console-unset", "").unwrap().console;
+        assert!(
+            unset.trusted_proxies.is_empty(),
+            "no proxy is trusted unless named"
+        );
+    }
+
+    #[test]
+    fn a_trusted_proxy_that_is_not_an_address_is_refused() {
+        let error = load_text("console-bad", "[console]\ntrusted_proxies = [\"10.0.0.0/33\"]\n").unwrap_err();
+        assert!(
+            matches!(error, ConfigError::TrustedProxy(ref text) if text == "10.0.0.0/33"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_replica_example_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/replica.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let config = load_text("example", &text).unwrap();
+        assert_eq!(config.console.trusted_proxies.len(), 1);
     }
 
     #[test]

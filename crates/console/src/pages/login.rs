@@ -12,6 +12,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use crate::auth::{verify_against_dummy, verify_password};
+use crate::client_addr::client_ip;
 use crate::cookies::{self, LOGIN_COOKIE, SESSION_COOKIE};
 use crate::csrf;
 use crate::error::{ConsoleError, PageResult};
@@ -50,17 +51,20 @@ pub(crate) struct LoginForm {
     next: String,
 }
 
-/// The address of the client, when the server was started with connect info.
+/// The address of the client (see [`client_addr`](crate::client_addr)), when the server was
+/// started with connect info.
 pub(crate) struct ClientIp(Option<String>);
 
-impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+impl FromRequestParts<ConsoleState> for ClientIp {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Self, Self::Rejection> {
         let ip = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip().to_string());
+            .map(|ConnectInfo(addr)| {
+                client_ip(addr.ip(), &parts.headers, &state.config.trusted_proxies).to_string()
+            });
         Ok(Self(ip))
     }
 }

@@ -29,7 +29,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let console = imagegate_console::ConsoleState::with_sessions(
         state.store.clone(),
         Arc::new(crate::console::GatewayConsole { app: state.clone() }),
-        imagegate_console::ConsoleConfig::default(),
+        state.config.console.clone(),
         state.console_sessions.clone(),
     );
     let console = match &state.console_logins {
