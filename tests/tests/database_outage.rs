@@ -265,3 +265,71 @@ async fn usage_spooled_by_a_killed_gateway_is_written_by_the_next_one() {
     drop(next);
     db.drop_database().await;
 }
+
+/// The value of cookie `name` set by `response`.
+fn set_cookie(response: &reqwest::Response, name: &str) -> String {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_else(|| panic!("no {name} cookie"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_sign_ins_the_database_could_not_check_are_not_counted() {
+    // The console allows 5 failed sign-ins per user name in 5 minutes. Attempts made while the
+    // database is out of reach answer 503 "try again": trying again as asked must not lock the
+    // user out once it is back.
+    let db = OutageDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.direct_url.as_str();
+    admin_with_stdin(
+        dir.path(),
+        &["--database-url", url, "users", "add", "frank", "--password-stdin"],
+        "frank-console-password\n",
+    );
+    let gateway = Gateway::spawn(dir.path(), &["--database-url", &db.proxied_url]);
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = http.get(format!("{}/login", gateway.url)).send().await.unwrap();
+    let cookie = format!("imagegate_login={}", set_cookie(&login, "imagegate_login"));
+    let page = login.text().await.unwrap();
+    let start = page.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = page[start..].split('"').next().unwrap().to_owned();
+    let sign_in = || {
+        http.post(format!("{}/login", gateway.url))
+            .header("cookie", &cookie)
+            .form(&[
+                ("csrf", csrf.as_str()),
+                ("username", "frank"),
+                ("password", "frank-console-password"),
+                ("next", "/keys"),
+            ])
+            .send()
+    };
+
+    db.proxy.cut();
+    for attempt in 0..6 {
+        let answer = sign_in().await.unwrap();
+        assert_eq!(answer.status(), 503, "attempt {attempt}");
+        assert_eq!(answer.headers()["retry-after"], "5");
+    }
+    db.proxy.restore();
+    let mut status = 0;
+    for _ in 0..50 {
+        status = sign_in().await.unwrap().status().as_u16();
+        if status != 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(status, 303, "signed in, not refused as too many failures");
+    drop(gateway);
+    db.drop_database().await;
+}

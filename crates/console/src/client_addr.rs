@@ -12,6 +12,10 @@ use std::net::{IpAddr, SocketAddr};
 use axum::http::HeaderMap;
 use ipnet::IpNet;
 
+/// Entries of `X-Forwarded-For` read at most, from the right: a longer chain of trusted proxies
+/// ends at the last one read.
+const MAX_HOPS: usize = 32;
+
 /// The client's address for a connection from `peer` with `headers`, trusting `X-Forwarded-For`
 /// entries only as far as they were written by addresses in `trusted`.
 pub(crate) fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
@@ -20,20 +24,40 @@ pub(crate) fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) ->
     if !is_trusted(&client) {
         return client;
     }
-    let hops: Vec<&str> = headers
+    let lines: Vec<&[u8]> = headers
         .get_all("x-forwarded-for")
         .iter()
-        .flat_map(|value| value.to_str().map_or(vec![""], |text| text.split(',').collect()))
+        .map(|line| line.as_bytes())
         .collect();
-    for hop in hops.into_iter().rev() {
-        // What a trusted proxy wrote but cannot be read stops the walk at that proxy.
-        let Some(ip) = parse_hop(hop) else { break };
+    // Split as bytes: a byte the client wrote that is not text spoils only its own entry, not
+    // the ones our proxies appended to the same line.
+    let hops = lines
+        .into_iter()
+        .rev()
+        .flat_map(|line| line.rsplit(|byte| *byte == b','));
+    for hop in hops.take(MAX_HOPS) {
+        // What a trusted proxy passed on but cannot be read stops the walk at that proxy.
+        let Some(ip) = std::str::from_utf8(hop).ok().and_then(parse_hop) else {
+            break;
+        };
         client = ip;
         if !is_trusted(&client) {
             break;
         }
     }
     client
+}
+
+/// What the per-address sign-in limit counts `ip` under: the address itself for IPv4, its /64
+/// network for IPv6 (one host usually holds a whole /64, and could pick a new address for every
+/// attempt).
+pub(crate) fn limit_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            ipnet::Ipv6Net::new(v6, 64).map_or_else(|_| v6.to_string(), |net| net.trunc().to_string())
+        }
+    }
 }
 
 /// One `X-Forwarded-For` entry: an address, perhaps with a port (`198.51.100.7:4711`,
@@ -121,6 +145,31 @@ mod tests {
         let headers = forwarded(&["10.9.9.9, 10.1.1.1"]);
         let trusted = nets(&["10.0.0.0/8"]);
         assert_eq!(client_ip(ip("10.0.0.2"), &headers, &trusted), ip("10.9.9.9"));
+    }
+
+    #[test]
+    fn a_client_entry_that_is_not_text_does_not_hide_the_balancers_entry() {
+        // nginx and AWS ALB append their entry to the client's own line.
+        let mut headers = HeaderMap::new();
+        let line = HeaderValue::from_bytes(b"\xff\xfe, 198.51.100.7").unwrap();
+        headers.insert("x-forwarded-for", line);
+        let trusted = nets(&["10.0.0.0/8"]);
+        assert_eq!(client_ip(ip("10.0.0.2"), &headers, &trusted), ip("198.51.100.7"));
+    }
+
+    #[test]
+    fn a_long_chain_is_read_only_so_far() {
+        let chain = vec!["10.0.0.9"; 1000].join(", ");
+        let headers = forwarded(&[&format!("198.51.100.7, {chain}")]);
+        let trusted = nets(&["10.0.0.0/8"]);
+        assert_eq!(client_ip(ip("10.0.0.2"), &headers, &trusted), ip("10.0.0.9"));
+    }
+
+    #[test]
+    fn ipv6_clients_are_limited_per_64() {
+        assert_eq!(limit_key(ip("198.51.100.7")), "198.51.100.7");
+        assert_eq!(limit_key(ip("2001:db8:1:2:aaaa::1")), "2001:db8:1:2::/64");
+        assert_eq!(limit_key(ip("2001:db8:1:2:bbbb::9")), "2001:db8:1:2::/64");
     }
 
     #[test]

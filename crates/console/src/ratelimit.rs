@@ -102,7 +102,7 @@ pub(crate) enum LoginCounting {
 }
 
 /// An attempt counted by [`LoginCounting::begin_attempt`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Attempt {
     Local(Instant),
     Shared { id: String, addresses_at: Instant },
@@ -130,6 +130,24 @@ impl LoginCounting {
                     }
                 }
             }
+        }
+    }
+
+    /// Takes back `attempt` without deciding it: its password could not be checked (the database
+    /// or Redis was out of reach), so it counts neither as a failure nor as a success. Best
+    /// effort: what cannot be taken back from Redis stays counted.
+    pub(crate) async fn withdraw(&self, subjects: &[Subject], attempt: Attempt) {
+        match (self, attempt) {
+            (Self::Local(limiter), Attempt::Local(at)) => limiter.forgive(subjects, at),
+            (Self::Shared { users, addresses }, Attempt::Shared { id, addresses_at }) => {
+                let (names, ips) = split_subjects(subjects);
+                addresses.forgive(&ips, addresses_at);
+                if let Err(error) = users.forgive(&names, &id).await {
+                    tracing::warn!(%error, "could not take back an unchecked sign-in attempt");
+                }
+            }
+            // An attempt is begun and ended on the same counting.
+            _ => {}
         }
     }
 

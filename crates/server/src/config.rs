@@ -20,6 +20,8 @@ pub enum ConfigError {
     Listen(String),
     #[error("[console] trusted_proxies: {0:?} is neither an address nor a network (10.0.0.0/8)")]
     TrustedProxy(String),
+    #[error("[console] base_url: {0:?} is not an http:// or https:// URL")]
+    BaseUrl(String),
 }
 
 /// The configuration file, every key optional.
@@ -69,8 +71,9 @@ impl ConsoleFileConfig {
             .iter()
             .map(|text| parse_network(text).ok_or_else(|| ConfigError::TrustedProxy(text.clone())))
             .collect::<Result<_, _>>()?;
+        let base_url_hint = self.base_url.map(|url| normalize_base_url(&url)).transpose()?;
         Ok(imagegate_console::ConsoleConfig {
-            base_url_hint: self.base_url,
+            base_url_hint,
             secure_cookies: self.secure_cookies,
             trusted_proxies,
             ..imagegate_console::ConsoleConfig::default()
@@ -78,12 +81,36 @@ impl ConsoleFileConfig {
     }
 }
 
-/// A network (`10.0.0.0/8`, `fd00::/8`) or a single address (`10.0.0.5`).
+/// A network (`10.0.0.0/8`, `fd00::/8`) or a single address (`10.0.0.5`), with its host bits
+/// cleared; an IPv4-mapped IPv6 one (`::ffff:10.0.0.0/104`) as the IPv4 network it maps, since
+/// the console compares addresses in that form.
 fn parse_network(text: &str) -> Option<ipnet::IpNet> {
     let text = text.trim();
-    text.parse()
+    let net: ipnet::IpNet = text
+        .parse()
         .ok()
-        .or_else(|| text.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
+        .or_else(|| text.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))?;
+    let net = match net {
+        ipnet::IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.addr().to_ipv4_mapped() {
+            Some(v4) => ipnet::IpNet::V4(ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96).ok()?),
+            None => net,
+        },
+        _ => net,
+    };
+    Some(net.trunc())
+}
+
+/// `http://` or `https://` (any case) and a host, the scheme in lower case and no trailing `/`.
+fn normalize_base_url(text: &str) -> Result<String, ConfigError> {
+    let trimmed = text.trim().trim_end_matches('/');
+    let (scheme, rest) = trimmed
+        .split_once("://")
+        .ok_or_else(|| ConfigError::BaseUrl(text.to_owned()))?;
+    let scheme = scheme.to_ascii_lowercase();
+    if !matches!(scheme.as_str(), "http" | "https") || rest.is_empty() || rest.contains(char::is_whitespace) {
+        return Err(ConfigError::BaseUrl(text.to_owned()));
+    }
+    Ok(format!("{scheme}://{rest}"))
 }
 
 /// Timeouts per hop, in seconds.
@@ -442,6 +469,37 @@ mod tests {
     }
 
     #[test]
+    fn trusted_networks_are_compared_as_the_console_sees_addresses() {
+        let nets = ["::ffff:10.0.0.0/104", "10.1.2.3/16", "::ffff:192.0.2.7"];
+        let parsed: Vec<String> = nets
+            .iter()
+            .map(|n| parse_network(n).unwrap().to_string())
+            .collect();
+        assert_eq!(parsed, ["10.0.0.0/8", "10.1.0.0/16", "192.0.2.7/32"]);
+    }
+
+    #[test]
+    fn the_base_url_must_be_an_http_url() {
+        assert_eq!(
+            normalize_base_url("HTTPS://Images.example.com/").unwrap(),
+            "https://Images.example.com"
+        );
+        for bad in [
+            "images.example.com",
+            "ftp://images.example.com",
+            "https://",
+            "https://a b",
+        ] {
+            assert!(
+                matches!(normalize_base_url(bad), Err(ConfigError::BaseUrl(_))),
+                "{bad}"
+            );
+        }
+        let error = load_text("console-url", "[console]\nbase_url = \"images.example.com\"\n").unwrap_err();
+        assert!(matches!(error, ConfigError::BaseUrl(_)), "{error}");
+    }
+
+    #[test]
     fn a_trusted_proxy_that_is_not_an_address_is_refused() {
         let error = load_text("console-bad", "[console]\ntrusted_proxies = [\"10.0.0.0/33\"]\n").unwrap_err();
         assert!(
@@ -455,7 +513,7 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/replica.toml");
         let text = std::fs::read_to_string(path).unwrap();
         let config = load_text("example", &text).unwrap();
-        assert_eq!(config.console.trusted_proxies.len(), 1);
+        assert_eq!(config.console.trusted_proxies.len(), 2);
     }
 
     #[test]

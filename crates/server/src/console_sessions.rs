@@ -171,15 +171,23 @@ pub mod redis_store {
     /// A Redis failure of the console's shared state, as the console reports it.
     pub(crate) fn failed(operation: &str, error: &redis::RedisError) -> SessionError {
         let message = format!("redis: {operation} failed: {error}");
-        let unreachable = error.is_io_error()
-            || error.is_connection_refusal()
-            || error.is_connection_dropped()
-            || error.is_timeout();
-        if unreachable {
+        if is_out_of_reach(error) {
             SessionError::unavailable(message)
         } else {
             SessionError::new(message)
         }
+    }
+
+    /// Whether Redis could not answer for now, so the console asks to come back: a connection
+    /// refused, dropped or timed out, a server loading its data, a cluster or master down, or a
+    /// replica that became read-only in a failover. Not: a denied permission or a TLS set-up that
+    /// cannot work (mistakes no wait mends), nor a refused command or an unexpected reply.
+    pub(crate) fn is_out_of_reach(error: &redis::RedisError) -> bool {
+        use redis::{ErrorKind, RetryMethod, ServerErrorKind};
+        let method = error.retry_method();
+        (error.is_io_error() && !matches!(method, RetryMethod::NoRetry))
+            || matches!(method, RetryMethod::WaitAndRetry)
+            || error.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
     }
 
     #[async_trait]
@@ -326,6 +334,49 @@ pub mod redis_store {
         use imagegate_store::MasterKey;
 
         use super::*;
+
+        #[test]
+        fn outages_are_told_from_mistakes() {
+            use redis::{ErrorKind, RedisError, ServerErrorKind};
+            let io = |kind| RedisError::from(std::io::Error::new(kind, "test"));
+            let server = |kind| RedisError::from((ErrorKind::Server(kind), "test"));
+            let cases = [
+                (io(std::io::ErrorKind::ConnectionRefused), true),
+                (io(std::io::ErrorKind::ConnectionReset), true),
+                (io(std::io::ErrorKind::TimedOut), true),
+                (server(ServerErrorKind::BusyLoading), true),
+                (server(ServerErrorKind::MasterDown), true),
+                (server(ServerErrorKind::TryAgain), true),
+                (server(ServerErrorKind::ReadOnly), true),
+                (io(std::io::ErrorKind::PermissionDenied), false),
+                (server(ServerErrorKind::ResponseError), false),
+                (server(ServerErrorKind::NoScript), false),
+                (server(ServerErrorKind::NoPerm), false),
+                (RedisError::from((ErrorKind::UnexpectedReturnType, "test")), false),
+            ];
+            for (error, out_of_reach) in cases {
+                assert_eq!(is_out_of_reach(&error), out_of_reach, "{error:?}");
+                assert_eq!(
+                    failed("testing", &error).is_unavailable(),
+                    out_of_reach,
+                    "{error:?}"
+                );
+            }
+        }
+
+        #[tokio::test]
+        async fn a_redis_that_refuses_connections_is_out_of_reach() {
+            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("redis://{}", closed.local_addr().unwrap());
+            drop(closed);
+            let mut connection = RedisConfig::new(url).connect().unwrap();
+            let error = redis::cmd("GET")
+                .arg("k")
+                .query_async::<Option<String>>(&mut connection)
+                .await
+                .unwrap_err();
+            assert!(is_out_of_reach(&error), "{error:?}");
+        }
 
         /// The test Redis (`IMAGEGATE_TEST_REDIS_URL`, default the local one).
         pub(crate) fn test_connection() -> ConnectionManager {

@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use crate::auth::{verify_against_dummy, verify_password};
-use crate::client_addr::client_ip;
+use crate::client_addr::{client_ip, limit_key};
 use crate::cookies::{self, LOGIN_COOKIE, SESSION_COOKIE};
 use crate::csrf;
 use crate::error::{ConsoleError, PageResult};
@@ -20,7 +20,7 @@ use crate::extract::SignedIn;
 use crate::form::{HtmlForm, HtmlQuery};
 use crate::layout::{FlashView, Layout};
 use crate::pages::{ConfirmPage, render};
-use crate::ratelimit::Subject;
+use crate::ratelimit::{Attempt, Subject};
 use crate::session::{Flash, Session, SessionToken};
 use crate::state::ConsoleState;
 
@@ -63,7 +63,11 @@ impl FromRequestParts<ConsoleState> for ClientIp {
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| {
-                client_ip(addr.ip(), &parts.headers, &state.config.trusted_proxies).to_string()
+                limit_key(client_ip(
+                    addr.ip(),
+                    &parts.headers,
+                    &state.config.trusted_proxies,
+                ))
             });
         Ok(Self(ip))
     }
@@ -172,7 +176,27 @@ pub(crate) async fn submit(
         Ok(attempt) => attempt,
         Err(wait) => return too_many(&state, &headers, &ip, &form.next, &username, wait),
     };
-    let user = state.store.user_by_name(&username).await?;
+    let answer = check_and_sign_in(&state, &headers, form, &username, &ip, &subjects, attempt.clone()).await;
+    if answer.as_ref().is_err_and(ConsoleError::is_unavailable) {
+        // Not checked (the database or Redis was out of reach): a visitor who tries again as
+        // asked must not use up their attempts.
+        state.login_counting.withdraw(&subjects, attempt).await;
+    }
+    answer
+}
+
+/// Checks the password of a counted sign-in attempt and, if right, starts the session.
+async fn check_and_sign_in(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    form: LoginForm,
+    username: &str,
+    ip: &str,
+    subjects: &[Subject],
+    attempt: Attempt,
+) -> PageResult {
+    let limit = &state.config.login_limit;
+    let user = state.store.user_by_name(username).await?;
     let password = form.password;
     let hash = user.as_ref().and_then(|u| u.password_hash.clone());
     // Each check holds about 19 MiB for a few milliseconds: a few at a time, however many
@@ -194,20 +218,20 @@ pub(crate) async fn submit(
         tracing::info!(ip = %ip, "console sign-in failed");
         let flash = Flash::error("Wrong user name or password.");
         return login_page(
-            &state,
-            &headers,
+            state,
+            headers,
             StatusCode::UNAUTHORIZED,
             &form.next,
-            &username,
+            username,
             Some(flash),
         );
     };
     state
         .login_counting
-        .succeeded(&subjects, attempt, &Subject::user(&username, limit))
+        .succeeded(subjects, attempt, &Subject::user(username, limit))
         .await?;
     // A new token on every sign-in (no session fixation); drop any previous session.
-    if let Some(old) = cookies::read(&headers, SESSION_COOKIE).and_then(|v| SessionToken::parse(&v)) {
+    if let Some(old) = cookies::read(headers, SESSION_COOKIE).and_then(|v| SessionToken::parse(&v)) {
         state.sessions.remove(&old.key()).await?;
     }
     let token = SessionToken::generate();
@@ -217,7 +241,7 @@ pub(crate) async fn submit(
         .push(Flash::success(format!("Signed in as {}.", user.name)));
     state.sessions.put(&token.key(), session).await?;
     tracing::info!(user = %user.name, "console sign-in");
-    let secure = secure(&state, &headers);
+    let secure = secure(state, headers);
     let mut response = Redirect::to(safe_next(&form.next)).into_response();
     let cookies = response.headers_mut();
     cookies.append(
