@@ -302,6 +302,62 @@ async fn models_list_gpt_image_2() {
     );
 }
 
+#[tokio::test]
+async fn one_model_is_retrieved_by_its_id() {
+    // `client.models.retrieve("gpt-image-2")` in the SDKs.
+    let s = setup();
+    let get = |id: &str| {
+        s.client
+            .get(s.gateway.v1(&format!("/models/{id}")))
+            .bearer_auth(&s.key)
+            .send()
+    };
+    let found = get("gpt-image-2-2026-04-21").await.unwrap();
+    assert_eq!(found.status(), 200);
+    let body: Value = found.json().await.unwrap();
+    assert_eq!(body["id"], "gpt-image-2-2026-04-21");
+    assert_eq!(body["object"], "model");
+    let missing = get("dall-e-9").await.unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "model_not_found");
+    let anonymous = s
+        .client
+        .get(s.gateway.v1("/models/gpt-image-2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401, "like the list, it needs a key");
+}
+
+#[tokio::test]
+async fn a_known_path_asked_with_another_method_gets_the_error_envelope() {
+    let s = setup();
+    for (method, path) in [
+        (reqwest::Method::GET, "/v1/images/generations"),
+        (reqwest::Method::PUT, "/v1/images/edits"),
+        (reqwest::Method::DELETE, "/v1/responses"),
+        (reqwest::Method::POST, "/healthz"),
+    ] {
+        let response = s
+            .client
+            .request(method.clone(), format!("{}{path}", s.gateway.url))
+            .bearer_auth(&s.key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method} {path}");
+        assert!(response.headers().contains_key("x-request-id"));
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "method_not_allowed", "{method} {path}");
+        assert_eq!(body["error"]["type"], "invalid_request_error");
+        assert_eq!(
+            body["error"]["message"],
+            format!("Invalid method for URL ({method} {path}).")
+        );
+    }
+}
+
 async fn assert_invalid_key(s: &common::Setup, key: Option<&str>) {
     let mut request = s
         .client

@@ -44,6 +44,7 @@ pub const fn error_spec(kind: ErrorKind) -> ErrorSpec {
         ErrorKind::InvalidApiKey => row(401, INVALID, Some("INVALID_API_KEY"), NO),
         ErrorKind::PermissionDenied => row(403, "permission_error", None, NO),
         ErrorKind::NotFound => row(404, INVALID, None, NO),
+        ErrorKind::MethodNotAllowed => row(405, INVALID, Some("method_not_allowed"), NO),
         ErrorKind::PayloadTooLarge => row(413, INVALID, Some("file_too_large"), NO),
         ErrorKind::KeyRateLimited => row(429, "rate_limit_error", Some("rate_limit_exceeded"), YES),
         ErrorKind::UsageLimitReached => row(429, "usage_limit_reached", Some("usage_limit_reached"), NO),
@@ -128,6 +129,14 @@ impl ApiError {
     /// 404 for an unknown path.
     pub fn route_not_found(method: &str, path: &str) -> Self {
         Self::new(ErrorKind::NotFound, format!("Invalid URL ({method} {path})."))
+    }
+
+    /// 405 for a known path asked with another method.
+    pub fn method_not_allowed(method: &str, path: &str) -> Self {
+        Self::new(
+            ErrorKind::MethodNotAllowed,
+            format!("Invalid method for URL ({method} {path})."),
+        )
     }
 
     /// 404 for an unknown model id.

@@ -8,13 +8,14 @@ use imagegate_domain::{
     check_mask, validate_edit, validate_generation, validate_main_model,
 };
 
-const ALL_KINDS: [ErrorKind; 15] = [
+const ALL_KINDS: [ErrorKind; 16] = [
     ErrorKind::InvalidRequest,
     ErrorKind::UnknownParameter,
     ErrorKind::ModelNotFound,
     ErrorKind::InvalidApiKey,
     ErrorKind::PermissionDenied,
     ErrorKind::NotFound,
+    ErrorKind::MethodNotAllowed,
     ErrorKind::PayloadTooLarge,
     ErrorKind::KeyRateLimited,
     ErrorKind::UsageLimitReached,
@@ -51,6 +52,7 @@ fn example(kind: ErrorKind) -> ApiError {
         ErrorKind::InvalidApiKey => ApiError::invalid_api_key(),
         ErrorKind::PermissionDenied => ApiError::new(kind, "This API key may not use /v1/images/edits."),
         ErrorKind::NotFound => ApiError::route_not_found("GET", "/v1/nothing"),
+        ErrorKind::MethodNotAllowed => ApiError::method_not_allowed("GET", "/v1/images/generations"),
         ErrorKind::PayloadTooLarge => ApiError::new(kind, "The request body is larger than 820 MiB."),
         ErrorKind::KeyRateLimited => ApiError::new(
             kind,
@@ -91,6 +93,7 @@ fn the_table_matches_the_agreed_interface() {
             (401, "invalid_request_error", Some("INVALID_API_KEY")),
             (403, "permission_error", None),
             (404, "invalid_request_error", None),
+            (405, "invalid_request_error", Some("method_not_allowed")),
             (413, "invalid_request_error", Some("file_too_large")),
             (429, "rate_limit_error", Some("rate_limit_exceeded")),
             (429, "usage_limit_reached", Some("usage_limit_reached")),

@@ -23,6 +23,8 @@ pub enum ErrorKind {
     PermissionDenied,
     /// The path or resource does not exist (404).
     NotFound,
+    /// The path exists, but not for this method (405).
+    MethodNotAllowed,
     /// The body or an uploaded file is too large (413).
     PayloadTooLarge,
     /// A per-key rate or quota limit was hit (429).
@@ -54,6 +56,7 @@ impl ErrorKind {
             Self::InvalidApiKey => "invalid_api_key",
             Self::PermissionDenied => "permission_denied",
             Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::KeyRateLimited => "key_rate_limited",
             Self::UsageLimitReached => "usage_limit_reached",

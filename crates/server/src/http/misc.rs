@@ -1,9 +1,10 @@
-//! `/v1/models`, `/healthz`, `/readyz` and the 404 for unknown routes.
+//! `/v1/models`, `/healthz`, `/readyz`, and the 404 and 405 for unknown routes and methods.
 
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{OriginalUri, Path, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use imagegate_codec::ApiError;
@@ -18,15 +19,34 @@ use crate::state::AppState;
 const MODEL_CREATED: i64 = 1_776_729_600;
 
 pub async fn models(State(app): State<Arc<AppState>>, _caller: Caller) -> Response {
-    let ids = app
-        .catalog
-        .ids()
-        .map(str::to_owned)
-        .chain(app.config.models.agent_models.iter().cloned());
-    let data: Vec<_> = ids
-        .map(|id| json!({"id": id, "object": "model", "created": MODEL_CREATED, "owned_by": "system"}))
-        .collect();
+    let data: Vec<_> = model_ids(&app).map(model_object).collect();
     Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// `GET /v1/models/{id}`: one model of the list, or 404 `model_not_found`.
+pub async fn model(
+    State(app): State<Arc<AppState>>,
+    _caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Response {
+    let Ok(Path(id)) = id else {
+        return HttpError::new(ApiError::model_not_found("(not UTF-8)")).into_response();
+    };
+    match model_ids(&app).find(|known| *known == id) {
+        Some(known) => Json(model_object(known)).into_response(),
+        None => HttpError::new(ApiError::model_not_found(&id)).into_response(),
+    }
+}
+
+/// The image models the gateway accepts, then the text/agent models it lists.
+fn model_ids(app: &AppState) -> impl Iterator<Item = &str> {
+    app.catalog
+        .ids()
+        .chain(app.config.models.agent_models.iter().map(String::as_str))
+}
+
+fn model_object(id: &str) -> serde_json::Value {
+    json!({"id": id, "object": "model", "created": MODEL_CREATED, "owned_by": "system"})
 }
 
 pub async fn healthz() -> Response {
@@ -93,6 +113,11 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
         text,
     )
         .into_response()
+}
+
+/// A known path asked with a method it does not take.
+pub async fn method_not_allowed(method: Method, OriginalUri(uri): OriginalUri) -> Response {
+    HttpError::new(ApiError::method_not_allowed(method.as_str(), uri.path())).into_response()
 }
 
 pub async fn not_found(method: Method, uri: Uri) -> Response {

@@ -47,6 +47,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             post(responses::create).layer(DefaultBodyLimit::max(RESPONSES_BODY_LIMIT)),
         )
         .route("/models", get(misc::models))
+        .route("/models/{id}", get(misc::model))
+        .method_not_allowed_fallback(misc::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
             state.in_flight.clone(),
             crate::in_flight::layer,
@@ -58,6 +60,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(misc::readyz))
         .route("/metrics", get(misc::metrics))
         .route("/internal/pool", get(internal::pool))
+        .method_not_allowed_fallback(misc::method_not_allowed)
         .with_state(state)
         .merge(imagegate_console::router(console))
         .fallback(misc::not_found)
