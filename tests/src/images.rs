@@ -31,6 +31,12 @@ pub fn png_noise(side: u32, seed: u32) -> Vec<u8> {
     out
 }
 
+/// An RGB JPEG with a gradient (JPEG has no alpha channel).
+pub fn jpeg_rgb(width: u32, height: u32) -> Vec<u8> {
+    let img = RgbImage::from_fn(width, height, |x, y| Rgb([(x % 256) as u8, (y % 256) as u8, 128]));
+    encode(image::DynamicImage::ImageRgb8(img), ImageFormat::Jpeg)
+}
+
 /// An RGBA PNG with a gradient.
 pub fn png_rgba(width: u32, height: u32) -> Vec<u8> {
     let img = RgbaImage::from_fn(width, height, |x, y| {

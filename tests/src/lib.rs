@@ -10,7 +10,7 @@ mod images;
 mod process;
 
 pub use imagegate_testkit::{TcpProxy, TestDatabase, unique_name};
-pub use images::{png_noise, png_rgb, png_rgba, solid_mask};
+pub use images::{jpeg_rgb, png_noise, png_rgb, png_rgba, solid_mask};
 pub use process::{Gateway, Sim, admin, admin_output, admin_with_stdin, bin_path};
 
 /// The `sequence_number` of every event of a Responses stream, which must count from 0 by 1.

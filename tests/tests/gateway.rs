@@ -7,7 +7,7 @@ mod common;
 
 use base64::Engine;
 use common::setup;
-use imagegate_e2e::{parse_sse, png_rgb, solid_mask};
+use imagegate_e2e::{jpeg_rgb, parse_sse, png_rgb, solid_mask};
 use serde_json::{Value, json};
 
 fn decode_png(b64: &str) -> image::DynamicImage {
@@ -207,6 +207,33 @@ async fn a_mask_of_another_size_is_refused_before_the_upstream() {
     assert_eq!(body["error"]["param"], "mask");
     assert_eq!(body["error"]["type"], "invalid_request_error");
     assert_eq!(s.sim_stats().await["requests"], 0);
+}
+
+#[tokio::test]
+async fn a_jpeg_image_is_edited_with_a_png_mask() {
+    // JPEG cannot carry the mask's alpha channel, so its mask comes as a PNG.
+    let s = setup();
+    let part = |bytes: Vec<u8>, name: &str, mime: &str| {
+        reqwest::multipart::Part::bytes(bytes)
+            .file_name(name.to_owned())
+            .mime_str(mime)
+            .unwrap()
+    };
+    let form = reqwest::multipart::Form::new()
+        .text("model", "gpt-image-2")
+        .text("prompt", "add a hat")
+        .part("image", part(jpeg_rgb(512, 512), "photo.jpg", "image/jpeg"))
+        .part("mask", part(solid_mask(512, 512), "mask.png", "image/png"));
+    let response = s
+        .client
+        .post(s.gateway.v1("/images/edits"))
+        .bearer_auth(&s.key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    assert_eq!(s.sim_stats().await["requests"], 1);
 }
 
 #[tokio::test]

@@ -68,8 +68,8 @@ pub struct ImageInfo {
 pub enum MaskError {
     /// The mask has no alpha channel, so it marks no area to edit.
     #[error(
-        "the mask has no alpha channel: it must be a {format} image whose transparent pixels \
-         mark the area to edit"
+        "the mask has no alpha channel: {} whose transparent pixels mark the area to edit",
+        no_alpha_advice(*format)
     )]
     NoAlpha {
         /// Format of the mask.
@@ -93,14 +93,24 @@ pub enum MaskError {
     },
 }
 
+/// What a mask without alpha should be instead: JPEG cannot carry one at all.
+fn no_alpha_advice(format: ImageFileFormat) -> &'static str {
+    match format {
+        ImageFileFormat::Jpeg => "jpeg has none, so send a png (or webp) mask",
+        ImageFileFormat::Png => "it must be a png image",
+        ImageFileFormat::Webp => "it must be a webp image",
+    }
+}
+
 /// Checks a mask against the first input image: alpha channel present, same format, same
-/// dimensions (in that order). Each failure is a [`RequestError::InvalidMask`] with param
-/// `mask`.
+/// dimensions (in that order). A JPEG image, whose format cannot carry alpha, takes a PNG or
+/// WebP mask. Each failure is a [`RequestError::InvalidMask`] with param `mask`.
 pub fn check_mask(first_image: &ImageInfo, mask: &ImageInfo) -> Result<(), RequestError> {
     if !mask.has_alpha {
         return Err(MaskError::NoAlpha { format: mask.format }.into());
     }
-    if mask.format != first_image.format {
+    let format_fits = mask.format == first_image.format || first_image.format == ImageFileFormat::Jpeg;
+    if !format_fits {
         return Err(MaskError::FormatMismatch {
             image: first_image.format,
             mask: mask.format,

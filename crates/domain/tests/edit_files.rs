@@ -24,6 +24,38 @@ fn matching_mask_passes() {
 }
 
 #[test]
+fn a_jpeg_image_takes_a_png_or_webp_mask() {
+    // JPEG has no alpha channel, so a mask of the image's own format could never mark an area.
+    let jpeg_image = ImageInfo {
+        format: ImageFileFormat::Jpeg,
+        ..png(1024, 1024, false)
+    };
+    for format in [ImageFileFormat::Png, ImageFileFormat::Webp] {
+        let mask = ImageInfo {
+            format,
+            ..png(1024, 1024, true)
+        };
+        assert_eq!(check_mask(&jpeg_image, &mask), Ok(()), "{format}");
+    }
+    let jpeg_mask = ImageInfo {
+        format: ImageFileFormat::Jpeg,
+        ..png(1024, 1024, false)
+    };
+    let err = check_mask(&jpeg_image, &jpeg_mask).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("jpeg has none, so send a png (or webp) mask"),
+        "{err}"
+    );
+    // Other images still take a mask of their own format.
+    let webp_mask = ImageInfo {
+        format: ImageFileFormat::Webp,
+        ..png(1024, 1024, true)
+    };
+    assert!(check_mask(&png(1024, 1024, false), &webp_mask).is_err());
+}
+
+#[test]
 fn mask_without_alpha() {
     let err = check_mask(&png(1024, 1024, false), &png(1024, 1024, false)).unwrap_err();
     assert_eq!(
