@@ -66,6 +66,37 @@ async fn a_content_refusal_passes_through_and_is_not_retried() {
 }
 
 #[tokio::test]
+async fn a_passing_upstream_rate_limit_is_answered_as_one_to_retry() {
+    // A rate limit of a few seconds is no exhausted usage window: the SDKs should wait the
+    // `retry-after` and retry, not give up (`x-should-retry: false` is for usage limits).
+    let s = setup();
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "rate_limit", "retry_after_seconds": 20}))
+        .await;
+    for attempt in ["the upstream's 429", "the account cooling down"] {
+        let response = s
+            .post_json("/images/generations", small_generation())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 429, "{attempt}");
+        assert_eq!(response.headers()["x-should-retry"], "true", "{attempt}");
+        let retry_after: u64 = response.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (15..=21).contains(&retry_after),
+            "{attempt}: retry-after {retry_after}"
+        );
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "rate_limit_exceeded", "{attempt}");
+        assert_eq!(body["error"]["type"], "rate_limit_error", "{attempt}");
+    }
+    assert_eq!(s.sim_stats().await["requests"], 1);
+}
+
+#[tokio::test]
 async fn a_single_exhausted_account_answers_429_with_retry_after() {
     let s = setup();
     s.sim_fault(json!({"key": credential("acct-a"), "fault": "usage_limit", "resets_in_seconds": 120}))
@@ -82,6 +113,7 @@ async fn a_single_exhausted_account_answers_429_with_retry_after() {
         .parse()
         .unwrap();
     assert!((100..=121).contains(&retry_after), "retry-after {retry_after}");
+    assert_eq!(response.headers()["x-should-retry"], "false");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "usage_limit_reached");
     // The account cools down until its reset: the next request does not reach the upstream.

@@ -27,7 +27,8 @@ pub enum ErrorKind {
     MethodNotAllowed,
     /// The body or an uploaded file is too large (413).
     PayloadTooLarge,
-    /// A per-key rate or quota limit was hit (429).
+    /// A rate limit was hit: the key's own, or a passing one of the upstream accounts (429, to
+    /// be retried after `retry-after`).
     KeyRateLimited,
     /// Every upstream account has used up its usage window (429).
     UsageLimitReached,

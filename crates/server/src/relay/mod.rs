@@ -198,6 +198,27 @@ fn jitter(attempt: u32) -> Duration {
     Duration::from_millis(base + rand::random_range(0..=100))
 }
 
+/// The longest wait a limit may have and still be answered as a passing rate limit (429
+/// `rate_limit_exceeded`, to be retried): the official SDKs follow a `retry-after` up to 60 s.
+/// Longer ones are an exhausted usage window (429 `usage_limit_reached`, not to be retried).
+const SHORT_LIMIT: Duration = Duration::from_secs(60);
+
+/// The answer when the accounts are limited for `wait` (`None`: not known).
+fn limited(wait: Option<Duration>, usage_limit_message: &str) -> HttpError {
+    match wait {
+        Some(wait) if wait <= SHORT_LIMIT => {
+            let secs = wait.as_secs_f64().ceil().max(1.0);
+            HttpError::new(ApiError::new(
+                ErrorKind::KeyRateLimited,
+                format!("The upstream accounts of this key's group are rate-limited. Try again in {secs}s."),
+            ))
+            .with_retry_after(Some(wait))
+        }
+        _ => HttpError::new(ApiError::new(ErrorKind::UsageLimitReached, usage_limit_message))
+            .with_retry_after(wait.or(Some(Duration::from_secs(1)))),
+    }
+}
+
 /// What the client sees for an upstream failure that ends the request.
 pub fn failure_error(failure: &Failure) -> HttpError {
     match &failure.kind {
@@ -206,11 +227,10 @@ pub fn failure_error(failure: &Failure) -> HttpError {
                 let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
                 Duration::from_millis(at.saturating_sub(now))
             });
-            HttpError::new(ApiError::new(
-                ErrorKind::UsageLimitReached,
+            limited(
+                wait,
                 "The upstream account reached its usage limit; try again later.",
-            ))
-            .with_retry_after(wait.or(Some(Duration::from_secs(1))))
+            )
         }
         _ => HttpError::new(failure.client_error()),
     }
@@ -218,11 +238,10 @@ pub fn failure_error(failure: &Failure) -> HttpError {
 
 fn pool_failure(err: PoolError, last: Option<Failure>) -> HttpError {
     match err {
-        PoolError::AllCoolingDown { retry_after, .. } => HttpError::new(ApiError::new(
-            ErrorKind::UsageLimitReached,
+        PoolError::AllCoolingDown { retry_after, .. } => limited(
+            Some(retry_after),
             "Every upstream account of this key's group reached its usage limit; retry after the reset.",
-        ))
-        .with_retry_after(Some(retry_after)),
+        ),
         PoolError::AllBusy { retry_after } | PoolError::WaitQueueFull { retry_after } => {
             HttpError::new(ApiError::new(
                 ErrorKind::KeyRateLimited,
