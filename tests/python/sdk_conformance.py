@@ -31,6 +31,8 @@ def check_generate():
     assert result.size == "1536x1024" and result.output_format == "png" and result.quality == "low"
     assert result.usage.total_tokens == result.usage.input_tokens + result.usage.output_tokens > 0
     assert result.usage.input_tokens_details.text_tokens > 0
+    # The interface names the model used (OpenAI's own Images answers do not).
+    assert getattr(result, "model", None) == "gpt-image-2", result
 
 
 def check_generate_stream():
@@ -55,6 +57,13 @@ def check_edit():
         )
     assert png_size(base64.b64decode(result.data[0].b64_json)) == (1024, 1024)
     assert result.usage.input_tokens_details.image_tokens > 0
+    assert getattr(result, "model", None) == "gpt-image-2", result
+
+
+def check_models():
+    listed = [model.id for model in client.models.list()]
+    assert "gpt-image-2" in listed, listed
+    assert client.models.retrieve("gpt-image-2").id == "gpt-image-2"
 
 
 def check_responses():
@@ -100,7 +109,15 @@ def check_invalid_size():
         raise AssertionError("an invalid size was accepted")
 
 
-CHECKS = [check_generate, check_generate_stream, check_edit, check_responses, check_wrong_key, check_invalid_size]
+CHECKS = [
+    check_generate,
+    check_generate_stream,
+    check_edit,
+    check_models,
+    check_responses,
+    check_wrong_key,
+    check_invalid_size,
+]
 
 if __name__ == "__main__":
     passed = failed = 0

@@ -35,9 +35,22 @@ async fn generation_returns_the_image_and_records_usage() {
             .starts_with("application/json")
     );
     let request_id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
-    let body: Value = response.json().await.unwrap();
+    let declared: usize = response.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let bytes = response.bytes().await.unwrap();
+    assert_eq!(
+        bytes.len(),
+        declared,
+        "the declared length counts the added model key"
+    );
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
     let image = decode_png(body["data"][0]["b64_json"].as_str().unwrap());
     assert_eq!((image.width(), image.height()), (1536, 1024));
+    // The interface names the model used; the upstream's answer (like OpenAI's) does not.
+    assert_eq!(body["model"], "gpt-image-2");
     assert_eq!(body["size"], "1536x1024");
     assert_eq!(body["quality"], "low");
     assert_eq!(body["output_format"], "png");
@@ -151,6 +164,7 @@ async fn edits_with_two_images_and_a_mask_work_plain_and_streamed() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
+    assert_eq!(body["model"], "gpt-image-2");
     let image = decode_png(body["data"][0]["b64_json"].as_str().unwrap());
     assert_eq!((image.width(), image.height()), (1024, 1024));
     assert!(

@@ -49,5 +49,5 @@ fn the_official_python_sdk_works_unmodified() {
         "SDK checks failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("sdk conformance: 6 ok, 0 failing"), "{stdout}");
+    assert!(stdout.contains("sdk conformance: 7 ok, 0 failing"), "{stdout}");
 }

@@ -197,7 +197,10 @@ async fn a_document_cut_short_at_its_declared_length_cuts_the_client_and_records
         received.len(),
         if broke { "was cut" } else { "saw a clean end" }
     );
-    assert!(received.starts_with(b"{\"created\""), "the head was relayed");
+    assert!(
+        received.starts_with(b"{\"model\":\"gpt-image-2\",\"created\""),
+        "the head was relayed, naming the model"
+    );
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 502, "{:?}", records[0]);
     assert!(records[0]["error_code"].is_string(), "{:?}", records[0]);

@@ -11,8 +11,10 @@
 
 use imagegate_domain::Usage;
 
+mod model_key;
 mod scanner;
 
+pub use model_key::{ModelKey, model_key};
 pub use scanner::ImagesResponseScanner;
 
 /// Largest raw value (e.g. the `usage` object) that is captured; larger values are skipped.

@@ -96,7 +96,10 @@ pub async fn serve_images(
                 usage.note(format!("fallback: {change}"));
                 change
             });
-            let mut response = respond(app, relayed, StreamKind::Images, usage, permit);
+            let kind = Answer::Images {
+                model: params.model.upstream(),
+            };
+            let mut response = respond(app, relayed, kind, usage, permit);
             if let Some(value) = header.and_then(|c| HeaderValue::from_str(&c).ok()) {
                 response
                     .headers_mut()
@@ -129,7 +132,7 @@ pub async fn serve(
     };
     let mut deadline = deadline(app, call.class);
     match relay_call(app, caller, call, &mut deadline, &mut usage).await {
-        Ok(relayed) => respond(app, relayed, call.kind, usage, permit),
+        Ok(relayed) => respond(app, relayed, Answer::Of(call.kind), usage, permit),
         Err(error) => fail(usage, error),
     }
 }
@@ -166,22 +169,37 @@ async fn relay_call(
     relay(app, request, deadline, usage).await
 }
 
+/// What kind of answer a reply becomes.
+#[derive(Clone, Copy)]
+enum Answer<'a> {
+    /// An Images answer, naming `model` (the one used upstream) where the upstream's does not.
+    Images { model: &'a str },
+    /// Any other, or one that names no model of its own.
+    Of(StreamKind),
+}
+
 fn respond(
     app: &AppState,
     relayed: Relayed,
-    kind: StreamKind,
+    answer: Answer<'_>,
     mut usage: UsageRecorder,
     permit: Option<KeyPermit>,
 ) -> Response {
+    let (kind, model) = match answer {
+        Answer::Images { model } => (StreamKind::Images, Some(model)),
+        Answer::Of(kind) => (kind, None),
+    };
     let held = Held {
         lease: relayed.lease,
         permit,
         pool: app.dispatcher.clone(),
     };
     match (relayed.reply, kind) {
-        (Reply::Json { body, summary, .. }, StreamKind::Images) => images_body(body, summary, usage, held),
+        (Reply::Json { body, summary, .. }, StreamKind::Images) => {
+            images_body(body, summary, usage, held, model)
+        }
         (Reply::Json { body, .. }, StreamKind::Responses) => responses_body(body, usage, held),
-        (Reply::JsonStream(reply), _) => streamed_images_body(reply, usage, held),
+        (Reply::JsonStream(reply), _) => streamed_images_body(reply, usage, held, model),
         (Reply::Events(events), kind) => {
             usage.first_byte();
             let keepalive = app.config.timeouts.keepalive();

@@ -1,7 +1,9 @@
 //! Answering with a non-streaming Images reply as it arrives: the upstream's JSON body passes
 //! through byte for byte (with the upstream's `content-length`, when it declared one), never held
 //! whole, and its usage comes from the upstream crate's scan of it (every byte is scanned once,
-//! there), so the usage record is complete when the document ends.
+//! there), so the usage record is complete when the document ends. The one change: a document
+//! whose head names no model gets `"model"` as its first key (the interface names the model
+//! used; OpenAI's Images answers do not), and its declared length grows by as much.
 //!
 //! The account's slot and the key's permit are freed as the body starts: the upstream has finished
 //! generating by then, and a slow client must not keep an account busy. The upstream time runs
@@ -19,7 +21,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
-use imagegate_codec::usage_scan::ResponseSummary;
+use imagegate_codec::usage_scan::{ImagesResponseScanner, ResponseSummary, model_key};
 use imagegate_upstream::{BodyStream, EndSummary, Failure, JsonStream};
 
 use crate::relay::held::Held;
@@ -45,16 +47,24 @@ struct Passing {
     pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
 }
 
-/// The response for a [`JsonStream`] reply.
-pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: Held) -> Response {
+/// The response for a [`JsonStream`] reply, naming `model` where its head names none.
+pub fn streamed_images_body(
+    reply: JsonStream,
+    mut usage: UsageRecorder,
+    held: Held,
+    model: Option<&str>,
+) -> Response {
     let Held { lease, permit, pool } = held;
-    let content_length = reply.content_length;
+    let (head, content_length) = match model {
+        Some(model) => with_model_named(reply.head, reply.content_length, model),
+        None => (reply.head, reply.content_length),
+    };
     let account = lease.account().clone();
     drop(lease);
     drop(permit);
     usage.first_byte();
     let passing = Passing {
-        head: Some(reply.head),
+        head: Some(head),
         // Fused: a client that leaves while the end is being settled hands the rest, already
         // ended, to `read_abandoned`, which polls it again.
         rest: reply.rest.fuse().boxed(),
@@ -107,6 +117,26 @@ pub fn streamed_images_body(reply: JsonStream, mut usage: UsageRecorder, held: H
         headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     }
     response
+}
+
+/// `head` (and the declared length) with `"model"` as the document's first key, when it names
+/// no model before its images. Only the head is looked at: an upstream naming the model after
+/// the images would have the key twice, its own last (OpenAI's Images API names none).
+fn with_model_named(head: Bytes, content_length: Option<u64>, model: &str) -> (Bytes, Option<u64>) {
+    let mut scanner = ImagesResponseScanner::new();
+    scanner.push(&head);
+    if scanner.summary().model.is_some() || scanner.is_malformed() {
+        return (head, content_length);
+    }
+    let Some(key) = model_key(&head, model) else {
+        return (head, content_length);
+    };
+    let mut named = Vec::with_capacity(head.len() + key.bytes.len());
+    named.extend_from_slice(&head[..key.at]);
+    named.extend_from_slice(&key.bytes);
+    named.extend_from_slice(&head[key.at..]);
+    let added = key.bytes.len() as u64;
+    (Bytes::from(named), content_length.map(|length| length + added))
 }
 
 impl Passing {
