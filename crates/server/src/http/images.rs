@@ -37,7 +37,12 @@ pub async fn generations(
     );
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => return fail(usage, crate::http::images::body_error(&rejection)),
+        Err(rejection) => {
+            return fail(
+                usage,
+                crate::http::images::body_error(&rejection, crate::http::GENERATION_BODY_LIMIT),
+            );
+        }
     };
     let params = match decode_generation(&app, &body, &mut usage) {
         Ok(params) => params,
@@ -105,15 +110,17 @@ pub async fn edits(
     serve_images(&app, &caller, &params, call, usage, fallback).await
 }
 
-/// A body that could not be read (too large, or cut off), in the OpenAI envelope.
-pub fn body_error(rejection: &BytesRejection) -> HttpError {
-    let kind = if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-        ErrorKind::PayloadTooLarge
-    } else {
-        ErrorKind::InvalidRequest
-    };
+/// A body that could not be read (larger than `limit` bytes, or cut off), in the OpenAI envelope.
+pub fn body_error(rejection: &BytesRejection, limit: usize) -> HttpError {
+    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        let message = format!(
+            "The request body is larger than the {} MiB this endpoint takes.",
+            limit / (1024 * 1024)
+        );
+        return HttpError::new(ApiError::new(ErrorKind::PayloadTooLarge, message));
+    }
     let message = format!("The request body could not be read: {}", rejection.body_text());
-    HttpError::new(ApiError::new(kind, message))
+    HttpError::new(ApiError::new(ErrorKind::InvalidRequest, message))
 }
 
 /// Records a request that ends in an error before any upstream call, and answers it.

@@ -20,9 +20,9 @@ use axum::routing::{get, post};
 use crate::state::AppState;
 
 /// Largest JSON body accepted by the generations endpoint.
-const GENERATION_BODY_LIMIT: usize = 1024 * 1024;
+pub(crate) const GENERATION_BODY_LIMIT: usize = 1024 * 1024;
 /// Largest JSON body accepted by the Responses endpoint (it may carry images as data URLs).
-const RESPONSES_BODY_LIMIT: usize = 64 * 1024 * 1024;
+pub(crate) const RESPONSES_BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 /// The whole application.
 pub fn router(state: Arc<AppState>) -> Router {

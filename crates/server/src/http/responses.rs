@@ -38,7 +38,12 @@ pub async fn create(
     );
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => return fail(usage, crate::http::images::body_error(&rejection)),
+        Err(rejection) => {
+            return fail(
+                usage,
+                crate::http::images::body_error(&rejection, crate::http::RESPONSES_BODY_LIMIT),
+            );
+        }
     };
     let user_agent = headers
         .get(USER_AGENT)
