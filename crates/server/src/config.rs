@@ -125,6 +125,12 @@ pub struct TimeoutConfig {
     pub keepalive_secs: u64,
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace_secs: u64,
+    /// How long a client may stay quiet: a connection idle between requests, request headers
+    /// not complete, or a request body that stops arriving, for this long is closed. Above a
+    /// load balancer's idle timeout towards the gateway (330 s is advised for large images), so
+    /// the gateway never closes a connection the balancer is about to reuse; lower (30 s) where
+    /// clients connect directly.
+    pub client_idle_secs: u64,
 }
 
 impl Default for TimeoutConfig {
@@ -134,6 +140,7 @@ impl Default for TimeoutConfig {
             large_secs: 300,
             keepalive_secs: 15,
             shutdown_grace_secs: 30,
+            client_idle_secs: 360,
         }
     }
 }
@@ -144,6 +151,9 @@ impl TimeoutConfig {
     }
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
+    }
+    pub fn client_idle(&self) -> Duration {
+        Duration::from_secs(self.client_idle_secs.max(1))
     }
 }
 
@@ -394,6 +404,7 @@ mod tests {
         assert_eq!(from_file.database_url, "sqlite://x.db");
         assert_eq!(from_file.timeouts.large_secs, 400);
         assert_eq!(from_file.timeouts.standard_secs, 120);
+        assert_eq!(from_file.timeouts.client_idle(), Duration::from_secs(360));
         let serve = ServeArgs {
             listen: Some("127.0.0.1:9100".parse().unwrap()),
             ..ServeArgs::default()
@@ -514,6 +525,10 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let config = load_text("example", &text).unwrap();
         assert_eq!(config.console.trusted_proxies.len(), 2);
+        assert!(
+            config.timeouts.client_idle_secs > config.timeouts.large_secs,
+            "quiet clients are closed only after the balancer's advised idle timeout"
+        );
     }
 
     #[test]

@@ -155,16 +155,14 @@ pub async fn run(
     let refresher = tokio::spawn(refresh_accounts(state.clone(), shutdown.clone()));
     spawn_signal_listener(signals, shutdown.clone());
     let app = crate::http::router(state.clone());
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let server = axum::serve(crate::nodelay::listener(listener), app)
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let server = crate::http_server::serve(listener, app, config.timeouts.client_idle(), shutdown.clone());
     let grace = config.timeouts.shutdown_grace();
     let drained = async {
         shutdown.cancelled().await;
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
-        result = server => result?,
+        () = server => {}
         () = drained => tracing::warn!("shutdown grace period over; closing remaining connections"),
     }
     shutdown.cancel();

@@ -1,0 +1,227 @@
+//! Serving HTTP/1.1 connections with the gateway's router, on hyper directly, for three things
+//! `axum::serve` does not do:
+//!
+//! - **`TCP_NODELAY`** on every client connection. A streamed answer (server-sent events, an
+//!   Images body relayed as it arrives) is written in pieces; with Nagle's algorithm on, a small
+//!   piece that follows another waits for the client's acknowledgement of the first, which the
+//!   client may delay by up to 40 ms.
+//! - **A limit on quiet clients** ([`TimeoutConfig::client_idle`](crate::config::TimeoutConfig)):
+//!   a connection idle between requests, or whose request headers have not all arrived, is closed
+//!   after it; a request body that stops arriving for as long fails. Without it, a client that
+//!   sends half a request holds its connection (and its task) for ever.
+//! - The client's address as [`ConnectInfo`] on every request, as axum's own server gives it.
+//!
+//! On shutdown it stops accepting, lets every connection finish the request it is serving (idle
+//! ones close at once), and returns when all are closed.
+
+use std::convert::Infallible;
+use std::pin::pin;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower_http::timeout::TimeoutBody;
+use tower_service::Service;
+
+/// Serves `app` on `listener` until `shutdown`, then until every connection has closed.
+pub async fn serve(listener: TcpListener, app: Router, client_idle: Duration, shutdown: CancellationToken) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(client_idle);
+    let connections = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => break,
+        };
+        let (stream, remote) = match accepted {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                pause_after_accept_error(&err).await;
+                continue;
+            }
+        };
+        set_nodelay(&stream);
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let mut request = request.map(|body| Body::new(TimeoutBody::new(client_idle, body)));
+            request.extensions_mut().insert(ConnectInfo(remote));
+            let mut app = app.clone();
+            async move { Ok::<_, Infallible>(app.call(request).await.unwrap_or_else(|never| match never {})) }
+        });
+        let connection = http.serve_connection(TokioIo::new(stream), service);
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let mut connection = pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                () = shutdown.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "client connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// After a failed accept: nothing for a connection the client gave up on; otherwise (out of
+/// file descriptors, say) a pause, so the loop does not spin while the condition lasts.
+async fn pause_after_accept_error(err: &std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::error!(error = %err, "could not accept a connection; pausing for a second");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// A connection whose option cannot be set is served anyway (slower, not wrong).
+fn set_nodelay(stream: &TcpStream) {
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(error = %err, "could not set TCP_NODELAY on a client connection");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+    use std::net::SocketAddr;
+    use std::time::Instant;
+
+    use axum::routing::{get, post};
+
+    use super::*;
+
+    /// A server of a tiny app, with `client_idle`; its address and its shutdown.
+    async fn start(client_idle: Duration) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<()>) {
+        let app = Router::new()
+            .route(
+                "/peer",
+                get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.ip().to_string() }),
+            )
+            .route(
+                "/echo",
+                post(|body: axum::body::Bytes| async move { body.len().to_string() }),
+            );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve(listener, app, client_idle, shutdown.clone()));
+        (address, shutdown, server)
+    }
+
+    /// Sends `request` and reads until the server closes the connection (or 10 s pass).
+    fn exchange(address: SocketAddr, request: &str) -> (String, Duration) {
+        let started = Instant::now();
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        (String::from_utf8_lossy(&answer).into_owned(), started.elapsed())
+    }
+
+    #[tokio::test]
+    async fn accepted_connections_get_nodelay() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        assert!(
+            !accepted.nodelay().unwrap(),
+            "the default, which the server changes"
+        );
+        set_nodelay(&accepted);
+        assert!(accepted.nodelay().unwrap());
+    }
+
+    #[tokio::test]
+    async fn requests_are_served_with_the_peer_address() {
+        let (address, shutdown, server) = start(Duration::from_secs(5)).await;
+        let (answer, _) = tokio::task::spawn_blocking(move || {
+            exchange(
+                address,
+                "GET /peer HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+            )
+        })
+        .await
+        .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("127.0.0.1"), "{answer}");
+        shutdown.cancel();
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_finishes_its_headers_is_closed() {
+        let (address, shutdown, server) = start(Duration::from_secs(1)).await;
+        let (answer, took) =
+            tokio::task::spawn_blocking(move || exchange(address, "POST /echo HTTP/1.1\r\nhost: x\r\n"))
+                .await
+                .unwrap();
+        assert!(took < Duration::from_secs(8), "closed after {took:?}: {answer:?}");
+        assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
+        shutdown.cancel();
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stops_arriving_fails_the_request() {
+        let (address, shutdown, server) = start(Duration::from_secs(1)).await;
+        let (answer, took) = tokio::task::spawn_blocking(move || {
+            exchange(
+                address,
+                "POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\nonly nine",
+            )
+        })
+        .await
+        .unwrap();
+        assert!(
+            took < Duration::from_secs(8),
+            "answered after {took:?}: {answer:?}"
+        );
+        assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
+        shutdown.cancel();
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn shutdown_lets_the_request_in_progress_finish() {
+        let app = Router::new().route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                "done"
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve(listener, app, Duration::from_secs(5), shutdown.clone()));
+        let client =
+            tokio::task::spawn_blocking(move || exchange(address, "GET /slow HTTP/1.1\r\nhost: x\r\n\r\n"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        shutdown.cancel();
+        server.await.unwrap();
+        let (answer, _) = client.await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("done"), "{answer}");
+        assert!(
+            std::net::TcpStream::connect(address).is_err(),
+            "no longer accepting"
+        );
+    }
+}
