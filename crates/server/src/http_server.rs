@@ -9,7 +9,7 @@
 //!   a connection idle between requests, or whose request headers have not all arrived, is closed
 //!   after it; a request body that stops arriving for as long fails. Without it, a client that
 //!   sends half a request holds its connection (and its task) for ever.
-//! - The client's address as [`ConnectInfo`] on every request, as axum's own server gives it.
+//! - The client's address as [`ConnectInfo`] on every request (as axum's server gives it).
 //!
 //! On shutdown it stops accepting, lets every connection finish the request it is serving (idle
 //! ones close at once), and returns when all are closed.
@@ -21,7 +21,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use hyper::body::Incoming;
+use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
@@ -36,20 +36,28 @@ pub async fn serve(listener: TcpListener, app: Router, client_idle: Duration, sh
     let connections = TaskTracker::new();
     loop {
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+            accepted = accept(&listener) => accepted,
             () = shutdown.cancelled() => break,
         };
         let (stream, remote) = match accepted {
             Ok(accepted) => accepted,
             Err(err) => {
-                pause_after_accept_error(&err).await;
-                continue;
+                tokio::select! {
+                    () = pause_after_accept_error(&err) => continue,
+                    () = shutdown.cancelled() => break,
+                }
             }
         };
-        set_nodelay(&stream);
         let app = app.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let mut request = request.map(|body| Body::new(TimeoutBody::new(client_idle, body)));
+            // A body that is already over (a GET's) needs no timer, and keeps saying it is over.
+            let mut request = request.map(|body| {
+                if body.is_end_stream() {
+                    Body::new(body)
+                } else {
+                    Body::new(TimeoutBody::new(client_idle, body))
+                }
+            });
             request.extensions_mut().insert(ConnectInfo(remote));
             let mut app = app.clone();
             async move { Ok::<_, Infallible>(app.call(request).await.unwrap_or_else(|never| match never {})) }
@@ -73,6 +81,13 @@ pub async fn serve(listener: TcpListener, app: Router, client_idle: Duration, sh
     drop(listener);
     connections.close();
     connections.wait().await;
+}
+
+/// The next client connection, with `TCP_NODELAY` set.
+async fn accept(listener: &TcpListener) -> std::io::Result<(TcpStream, std::net::SocketAddr)> {
+    let (stream, remote) = listener.accept().await?;
+    set_nodelay(&stream);
+    Ok((stream, remote))
 }
 
 /// After a failed accept: nothing for a connection the client gave up on; otherwise (out of
@@ -139,13 +154,11 @@ mod tests {
     async fn accepted_connections_get_nodelay() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-        let (accepted, _) = listener.accept().await.unwrap();
-        assert!(
-            !accepted.nodelay().unwrap(),
-            "the default, which the server changes"
-        );
-        set_nodelay(&accepted);
+        let (accepted, _) = accept(&listener).await.unwrap();
         assert!(accepted.nodelay().unwrap());
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (plain, _) = listener.accept().await.unwrap();
+        assert!(!plain.nodelay().unwrap(), "the default, which `accept` changes");
     }
 
     #[tokio::test]
