@@ -18,6 +18,7 @@ fn reference(document: &Value) -> ResponseSummary {
         created: int("created"),
         created_at: int("created_at"),
         model: string("model"),
+        names_model: object.contains_key("model"),
         size: string("size"),
         quality: string("quality"),
         output_format: string("output_format"),
@@ -239,4 +240,21 @@ proptest! {
         prop_assert!(scanner.is_complete());
         prop_assert_eq!(scanner.into_summary(), reference(&document));
     }
+}
+
+#[test]
+fn a_model_key_counts_whatever_its_value() {
+    for (document, model) in [
+        (br#"{"model":null,"data":[]}"#.as_slice(), None),
+        (br#"{"model":7,"data":[]}"#.as_slice(), None),
+        (
+            br#"{"data":[],"model":"gpt-image-2"}"#.as_slice(),
+            Some("gpt-image-2"),
+        ),
+    ] {
+        let summary = scan(document);
+        assert!(summary.names_model, "{}", String::from_utf8_lossy(document));
+        assert_eq!(summary.model.as_deref(), model);
+    }
+    assert!(!scan(br#"{"data":[{"model":"nested"}]}"#).names_model);
 }

@@ -33,6 +33,9 @@ pub struct ResponseSummary {
     pub created_at: Option<i64>,
     /// `model`.
     pub model: Option<String>,
+    /// Whether the document has a top-level `model` key, whatever its value (`model` is `None`
+    /// for a `null` or a number, and for a string longer than it keeps).
+    pub names_model: bool,
     /// `size`, e.g. `1024x1024`.
     pub size: Option<String>,
     /// `quality`.

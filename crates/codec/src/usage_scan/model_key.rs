@@ -13,7 +13,7 @@ pub struct ModelKey {
 
 /// The [`ModelKey`] for the JSON object `start` opens (the beginning of a document is enough),
 /// naming `model`; `None` when `start` does not open an object. Whether the document already
-/// names a model is for the caller to know (see [`ResponseSummary::model`](super::ResponseSummary)).
+/// names a model is for the caller to know (see [`ResponseSummary::names_model`](super::ResponseSummary)).
 pub fn model_key(start: &[u8], model: &str) -> Option<ModelKey> {
     let open = start.iter().position(|b| !b.is_ascii_whitespace())?;
     if start[open] != b'{' {

@@ -232,6 +232,9 @@ impl ImagesResponseScanner {
     fn value_start(&mut self, byte: u8, at: usize, capture_from: &mut usize) {
         let depth = self.stack.len();
         if depth == 1 && self.stack.first() == Some(&true) && self.field != Field::Other {
+            if self.field == Field::Model {
+                self.summary.names_model = true;
+            }
             if self.field == Field::Data {
                 self.in_data_array = byte == b'[';
             } else {

@@ -23,9 +23,9 @@ pub fn images_body(
 ) -> Response {
     let summary = summary.unwrap_or_else(|| imagegate_codec::usage_scan::scan(&body));
     // The interface names the model used; the upstream's document may not.
-    let key = match summary.model {
-        Some(_) => None,
-        None => model.and_then(|model| model_key(&body, model)),
+    let key = match summary.names_model {
+        true => None,
+        false => model.and_then(|model| model_key(&body, model)),
     };
     let images = u32::try_from(summary.images).unwrap_or(u32::MAX);
     usage.produced(

@@ -125,7 +125,7 @@ pub fn streamed_images_body(
 fn with_model_named(head: Bytes, content_length: Option<u64>, model: &str) -> (Bytes, Option<u64>) {
     let mut scanner = ImagesResponseScanner::new();
     scanner.push(&head);
-    if scanner.summary().model.is_some() || scanner.is_malformed() {
+    if scanner.summary().names_model || scanner.is_malformed() {
         return (head, content_length);
     }
     let Some(key) = model_key(&head, model) else {
