@@ -69,14 +69,19 @@ pub enum MaskError {
     /// The mask has no alpha channel, so it marks no area to edit.
     #[error(
         "the mask has no alpha channel: {} whose transparent pixels mark the area to edit",
-        no_alpha_advice(*format)
+        no_alpha_advice(*format, *image)
     )]
     NoAlpha {
         /// Format of the mask.
         format: ImageFileFormat,
+        /// Format of the first image.
+        image: ImageFileFormat,
     },
-    /// Mask and image are different formats.
-    #[error("the mask is {mask} but the image is {image}: save the mask as {image}")]
+    /// The mask is not of the image's format (PNG for a JPEG image).
+    #[error(
+        "the mask is {mask} but the image is {image}: save the mask as {}",
+        mask_format_for(*image)
+    )]
     FormatMismatch {
         /// Format of the first image.
         image: ImageFileFormat,
@@ -93,24 +98,36 @@ pub enum MaskError {
     },
 }
 
-/// What a mask without alpha should be instead: JPEG cannot carry one at all.
-fn no_alpha_advice(format: ImageFileFormat) -> &'static str {
-    match format {
-        ImageFileFormat::Jpeg => "jpeg has none, so send a png (or webp) mask",
-        ImageFileFormat::Png => "it must be a png image",
-        ImageFileFormat::Webp => "it must be a webp image",
+/// The format a mask for an image of format `image` must have: the image's own, or PNG for a
+/// JPEG image (JPEG cannot carry an alpha channel; OpenAI takes PNG masks).
+fn mask_format_for(image: ImageFileFormat) -> ImageFileFormat {
+    match image {
+        ImageFileFormat::Jpeg => ImageFileFormat::Png,
+        other => other,
+    }
+}
+
+/// What a mask without alpha should be instead.
+fn no_alpha_advice(mask: ImageFileFormat, image: ImageFileFormat) -> String {
+    let wanted = mask_format_for(image);
+    match mask {
+        ImageFileFormat::Jpeg => format!("jpeg has none, so send a {wanted} mask"),
+        _ => format!("it must be a {wanted} image"),
     }
 }
 
 /// Checks a mask against the first input image: alpha channel present, same format, same
-/// dimensions (in that order). A JPEG image, whose format cannot carry alpha, takes a PNG or
-/// WebP mask. Each failure is a [`RequestError::InvalidMask`] with param `mask`.
+/// dimensions (in that order). A JPEG image, whose format cannot carry alpha, takes a PNG mask.
+/// Each failure is a [`RequestError::InvalidMask`] with param `mask`.
 pub fn check_mask(first_image: &ImageInfo, mask: &ImageInfo) -> Result<(), RequestError> {
     if !mask.has_alpha {
-        return Err(MaskError::NoAlpha { format: mask.format }.into());
+        return Err(MaskError::NoAlpha {
+            format: mask.format,
+            image: first_image.format,
+        }
+        .into());
     }
-    let format_fits = mask.format == first_image.format || first_image.format == ImageFileFormat::Jpeg;
-    if !format_fits {
+    if mask.format != mask_format_for(first_image.format) {
         return Err(MaskError::FormatMismatch {
             image: first_image.format,
             mask: mask.format,

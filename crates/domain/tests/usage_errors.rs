@@ -186,6 +186,7 @@ fn every_error_has_a_kind_and_param() {
         (
             RequestError::InvalidMask(MaskError::NoAlpha {
                 format: ImageFileFormat::Png,
+                image: ImageFileFormat::Png,
             }),
             ErrorKind::InvalidRequest,
             Some("mask"),

@@ -50,9 +50,8 @@ pub struct ImageEditRequest {
     #[serde(rename = "image[]")]
     #[schemars(with = "Vec<BinaryFile>")]
     pub image: Vec<String>,
-    /// Optional mask for the first image: same format (a PNG or WebP one for a JPEG image, which
-    /// has no alpha channel) and dimensions, with an alpha channel; transparent pixels mark the
-    /// area to edit.
+    /// Optional mask for the first image: same format (PNG for a JPEG image, which has no alpha
+    /// channel) and dimensions, with an alpha channel; transparent pixels mark the area to edit.
     #[schemars(with = "Option<BinaryFile>")]
     pub mask: Option<String>,
     /// The edit instruction.
