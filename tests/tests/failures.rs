@@ -94,6 +94,13 @@ async fn a_passing_upstream_rate_limit_is_answered_as_one_to_retry() {
         assert_eq!(body["error"]["type"], "rate_limit_error", "{attempt}");
     }
     assert_eq!(s.sim_stats().await["requests"], 1);
+    // The records tell it from the key's own limit, which has the same code.
+    let records = s.usage_at_least(2).await;
+    for record in &records {
+        assert_eq!(record["status"], 429, "{record}");
+        let note = record["fallback_note"].as_str().unwrap_or_default();
+        assert!(note.starts_with("upstream accounts limited"), "{record}");
+    }
 }
 
 #[tokio::test]

@@ -74,7 +74,7 @@ pub async fn relay(
         };
         let lease = match app.dispatcher.acquire(&dispatch).await {
             Ok(lease) => lease,
-            Err(err) => return Err(pool_failure(err, last)),
+            Err(err) => return Err(noted(pool_failure(err, last), usage)),
         };
         let account = lease.account().clone();
         let Some(target) = app.accounts.target(&account) else {
@@ -137,7 +137,7 @@ pub async fn relay(
                     || (transient && transient_retries >= failover.transient_retries)
                     || deadline.passed()
                 {
-                    return Err(failure_error(&failure));
+                    return Err(noted(failure_error(&failure), usage));
                 }
                 switches += 1;
                 usage.failed_over();
@@ -217,6 +217,15 @@ fn limited(wait: Option<Duration>, usage_limit_message: &str) -> HttpError {
         _ => HttpError::new(ApiError::new(ErrorKind::UsageLimitReached, usage_limit_message))
             .with_retry_after(wait.or(Some(Duration::from_secs(1)))),
     }
+}
+
+/// `error`, noted on the usage record when it is a limit of the upstream accounts that the client
+/// sees as a rate limit: its code (`rate_limit_exceeded`) is also the one of the key's own limits.
+fn noted(error: HttpError, usage: &mut UsageRecorder) -> HttpError {
+    if error.api.kind == ErrorKind::KeyRateLimited {
+        usage.note("upstream accounts limited".to_owned());
+    }
+    error
 }
 
 /// What the client sees for an upstream failure that ends the request.
