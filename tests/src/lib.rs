@@ -6,9 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod console;
 mod images;
 mod process;
 
+pub use console::{csrf_of, set_cookie};
 pub use imagegate_testkit::{TcpProxy, TestDatabase, unique_name};
 pub use images::{jpeg_rgb, png_noise, png_rgb, png_rgba, solid_mask};
 pub use process::{Gateway, Sim, admin, admin_output, admin_with_stdin, bin_path};

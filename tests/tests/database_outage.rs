@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use imagegate_e2e::{Gateway, Sim, TcpProxy, TestDatabase, admin, admin_with_stdin};
+use imagegate_e2e::{Gateway, Sim, TcpProxy, TestDatabase, admin, admin_with_stdin, csrf_of, set_cookie};
 use serde_json::json;
 use sqlx::Connection;
 
@@ -266,19 +266,6 @@ async fn usage_spooled_by_a_killed_gateway_is_written_by_the_next_one() {
     db.drop_database().await;
 }
 
-/// The value of cookie `name` set by `response`.
-fn set_cookie(response: &reqwest::Response, name: &str) -> String {
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| v.strip_prefix(&format!("{name}=")))
-        .and_then(|v| v.split(';').next())
-        .unwrap_or_else(|| panic!("no {name} cookie"))
-        .to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_sign_ins_the_database_could_not_check_are_not_counted() {
     // The console allows 5 failed sign-ins per user name in 5 minutes. Attempts made while the
@@ -300,8 +287,7 @@ async fn console_sign_ins_the_database_could_not_check_are_not_counted() {
     let login = http.get(format!("{}/login", gateway.url)).send().await.unwrap();
     let cookie = format!("imagegate_login={}", set_cookie(&login, "imagegate_login"));
     let page = login.text().await.unwrap();
-    let start = page.find("name=\"csrf\" value=\"").unwrap() + 19;
-    let csrf = page[start..].split('"').next().unwrap().to_owned();
+    let csrf = csrf_of(&page);
     let sign_in = || {
         http.post(format!("{}/login", gateway.url))
             .header("cookie", &cookie)

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use imagegate_e2e::{Gateway, Sim, TcpProxy, TestDatabase, admin, admin_with_stdin, unique_name};
+use imagegate_e2e::{
+    Gateway, Sim, TcpProxy, TestDatabase, admin, admin_with_stdin, csrf_of, set_cookie, unique_name,
+};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -454,28 +456,6 @@ async fn a_replica_losing_redis_serves_degraded_and_recovers_when_it_returns() {
     assert_eq!(c.generate(&gateway).send().await.unwrap().status(), 200);
     drop(gateway);
     let _ = c.database.drop_database().await;
-}
-
-/// The value of cookie `name` set by `response`.
-fn set_cookie(response: &reqwest::Response, name: &str) -> String {
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| v.strip_prefix(&format!("{name}=")))
-        .and_then(|v| v.split(';').next())
-        .unwrap_or_else(|| panic!("no {name} cookie"))
-        .to_owned()
-}
-
-/// The CSRF token of the first form on `page`.
-fn csrf_of(page: &str) -> String {
-    let start = page
-        .find("name=\"csrf\" value=\"")
-        .expect("a form with a CSRF token")
-        + 19;
-    page[start..].split('"').next().unwrap().to_owned()
 }
 
 impl Cluster {

@@ -353,8 +353,9 @@ async fn pages_carry_security_headers_and_assets_are_served() {
     assert!(js.body.contains("data-copy"));
 }
 
-#[tokio::test]
-async fn behind_a_trusted_balancer_each_client_has_its_own_address_allowance() {
+/// A console trusting the proxies in 10.0.0.0/8, allowing 2 failures per address, with user
+/// `alice`.
+async fn behind_balancers_in_10_0_0_0_8() -> Console {
     let limit = LoginLimit {
         max_failures: 5,
         max_failures_per_address: 2,
@@ -367,6 +368,12 @@ async fn behind_a_trusted_balancer_each_client_has_its_own_address_allowance() {
     })
     .await;
     console.user("alice", "alice-password", false).await;
+    console
+}
+
+#[tokio::test]
+async fn behind_a_trusted_balancer_each_client_has_its_own_address_allowance() {
+    let console = behind_balancers_in_10_0_0_0_8().await;
     let balancer = [10, 0, 0, 1];
     for name in ["carol", "dave"] {
         let status = login_via(&console, balancer, Some("198.51.100.7"), name, "guess").await;
@@ -396,18 +403,7 @@ async fn behind_a_trusted_balancer_each_client_has_its_own_address_allowance() {
 
 #[tokio::test]
 async fn a_client_not_behind_a_trusted_proxy_cannot_pick_its_address() {
-    let limit = LoginLimit {
-        max_failures: 5,
-        max_failures_per_address: 2,
-        window: Duration::from_secs(300),
-    };
-    let console = Console::with_config(ConsoleConfig {
-        login_limit: limit,
-        trusted_proxies: vec!["10.0.0.0/8".parse().unwrap()],
-        ..ConsoleConfig::default()
-    })
-    .await;
-    console.user("alice", "alice-password", false).await;
+    let console = behind_balancers_in_10_0_0_0_8().await;
     let client = [203, 0, 113, 9];
     for (name, forwarded_for) in [("carol", "198.51.100.1"), ("dave", "198.51.100.2")] {
         let status = login_via(&console, client, Some(forwarded_for), name, "guess").await;
