@@ -296,3 +296,61 @@ async fn malformed_bodies_and_content_types() {
     assert_eq!(err.status(), 400);
     assert_eq!(err.code(), Some("invalid_content_type"));
 }
+
+/// A body that goes on long after any bound: `head` once, then 64 MiB of `filler` (bounded only
+/// so that a regression fails instead of eating memory for ever).
+fn endless(
+    head: &str,
+    filler: &'static [u8],
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    let head = futures::stream::iter([Ok(Bytes::copy_from_slice(head.as_bytes()))]);
+    futures::StreamExt::chain(
+        head,
+        futures::StreamExt::take(
+            futures::stream::repeat_with(move || Ok(Bytes::from_static(filler))),
+            64 * 1024 * 1024 / filler.len(),
+        ),
+    )
+}
+
+#[tokio::test]
+async fn part_headers_or_a_preamble_that_never_end_are_refused() {
+    let filler: &'static [u8] = &[b'a'; 8192];
+    let cases = [
+        // A header line that never ends.
+        "--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\nX-Pad: ",
+        // Headers after a complete first part.
+        "--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\np\r\n--b\r\nX-Pad: ",
+        // No boundary at all.
+        "",
+    ];
+    for head in cases {
+        let err = decode_edit(endless(head, filler), "b").await.unwrap_err();
+        assert_eq!(err.status(), 400, "{head:?}");
+        assert_eq!(err.code(), Some("invalid_multipart"));
+        // Refused for the bound, not for the body's end.
+        let bound = format!(
+            "longer than {} bytes",
+            imagegate_codec::multipart::MAX_PART_HEAD_BYTES
+        );
+        assert!(err.message.contains(&bound), "{}", err.message);
+    }
+}
+
+#[tokio::test]
+async fn a_text_part_longer_than_the_head_budget_is_fine() {
+    // The head budget covers only the search for a part's start; content has its own limits.
+    let long = "p".repeat(3 * 1024 * 1024);
+    let limits = EditLimits {
+        max_text_bytes: 4 * 1024 * 1024,
+        ..EditLimits::default()
+    };
+    let (boundary, body) = Form::new()
+        .text("prompt", &long)
+        .file("image", "a.png", "image/png", &support::png_rgb(4, 4))
+        .finish();
+    let form = decode_edit_with_limits(support::chunked(body, 64 * 1024), &boundary, limits)
+        .await
+        .unwrap();
+    assert_eq!(form.draft.prompt.map(|p| p.len()), Some(long.len()));
+}

@@ -8,6 +8,8 @@
 //! in memory up to [`SPILL_THRESHOLD`] bytes, in a temporary file beyond (see [`UploadData`]).
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -85,12 +87,18 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut multipart = multer::Multipart::new(OneChunkPerPoll::new(body), boundary);
+    let budget = Arc::new(HeadBudget::default());
+    let body = OneChunkPerPoll::new(body, Arc::clone(&budget));
+    let mut multipart = multer::Multipart::new(body, boundary);
     let mut draft = ImageParamsDraft::default();
     let mut seen = Vec::<String>::new();
     let mut images: Vec<(Option<u64>, UploadedImage)> = Vec::new();
     let mut mask = None;
-    while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
+    loop {
+        budget.limit(MAX_PART_HEAD_BYTES);
+        let next = multipart.next_field().await.map_err(multipart_error);
+        budget.lift();
+        let Some(mut field) = next? else { break };
         let name = field.name().map(str::to_owned).ok_or_else(|| {
             ApiError::new(
                 ErrorKind::InvalidRequest,
@@ -275,13 +283,72 @@ fn duplicate(name: &str) -> ApiError {
 
 fn multipart_error(err: multer::Error) -> ApiError {
     let message = match err {
+        multer::Error::StreamReadFailed(cause) if cause.is::<PartHeadTooLong>() => format!(
+            "The multipart body is malformed: {cause} (a part's headers, or the text before the \
+             first boundary, never ended)."
+        ),
         multer::Error::StreamReadFailed(cause) => format!("Could not read the request body: {cause}."),
         other => format!("The multipart body is malformed: {other}."),
     };
     ApiError::new(ErrorKind::InvalidRequest, message).with_code("invalid_multipart")
 }
 
-/// Hands the body to `multer` one chunk per poll.
+/// The most body bytes `multer` may take while it looks for the next part's start and headers.
+///
+/// `multer` keeps everything until a part's headers end, so without a bound a part header (or a
+/// preamble) that never ends would grow in memory as long as the client sends. Counted in whole
+/// chunks, so this also covers the end of the part before and a chunk of look-ahead.
+pub const MAX_PART_HEAD_BYTES: u64 = 1024 * 1024;
+
+/// How many bytes may still be handed to `multer` before the part it looks for has started;
+/// `u64::MAX` while a part's content is read (the file and text limits bound that).
+#[derive(Debug)]
+struct HeadBudget {
+    left: AtomicU64,
+}
+
+impl Default for HeadBudget {
+    fn default() -> Self {
+        Self {
+            left: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl HeadBudget {
+    fn limit(&self, bytes: u64) {
+        self.left.store(bytes, Ordering::Relaxed);
+    }
+
+    fn lift(&self) {
+        self.left.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Takes `bytes` from the budget; false when there were not that many left.
+    fn take(&self, bytes: usize) -> bool {
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        let left = self.left.load(Ordering::Relaxed);
+        if left == u64::MAX {
+            return true;
+        }
+        match left.checked_sub(bytes) {
+            Some(rest) => {
+                self.left.store(rest, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The error a body stream gives `multer` when a part's headers run past [`MAX_PART_HEAD_BYTES`].
+#[derive(Debug, thiserror::Error)]
+#[error("a part's headers are longer than {MAX_PART_HEAD_BYTES} bytes")]
+struct PartHeadTooLong;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Hands the body to `multer` one chunk per poll, within the [`HeadBudget`].
 ///
 /// `multer` reads every chunk that is ready before it looks at them, so on a fast connection it
 /// could buffer far past a file's size limit. Returning `Pending` (with an immediate wake-up)
@@ -290,19 +357,25 @@ fn multipart_error(err: multer::Error) -> ApiError {
 struct OneChunkPerPoll<S> {
     inner: Pin<Box<S>>,
     just_yielded: bool,
+    budget: Arc<HeadBudget>,
 }
 
 impl<S> OneChunkPerPoll<S> {
-    fn new(inner: S) -> Self {
+    fn new(inner: S, budget: Arc<HeadBudget>) -> Self {
         Self {
             inner: Box::pin(inner),
             just_yielded: false,
+            budget,
         }
     }
 }
 
-impl<S: Stream> Stream for OneChunkPerPoll<S> {
-    type Item = S::Item;
+impl<S, E> Stream for OneChunkPerPoll<S>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: Into<BoxError>,
+{
+    type Item = Result<Bytes, BoxError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if self.just_yielded {
@@ -310,10 +383,16 @@ impl<S: Stream> Stream for OneChunkPerPoll<S> {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        let next = self.inner.as_mut().poll_next(cx);
-        if matches!(next, Poll::Ready(Some(_))) {
+        let next = match self.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) if !self.budget.take(chunk.len()) => {
+                Some(Err(PartHeadTooLong.into()))
+            }
+            Poll::Ready(next) => next.map(|item| item.map_err(Into::into)),
+            Poll::Pending => return Poll::Pending,
+        };
+        if matches!(next, Some(Ok(_))) {
             self.just_yielded = true;
         }
-        next
+        Poll::Ready(next)
     }
 }
