@@ -69,9 +69,19 @@ pub fn validate_main_model(model: Option<&str>, catalog: &ModelCatalog) -> Resul
         Some(id) if catalog.is_image_model(id) || id.starts_with("gpt-image-") => {
             Err(RequestError::ImageModelAsMainModel { model: echo(id) })
         }
+        Some(id) if id.len() > MAX_MAIN_MODEL_CHARS && id.chars().count() > MAX_MAIN_MODEL_CHARS => {
+            Err(RequestError::TooLong {
+                param: "model".to_owned(),
+                length: id.chars().count(),
+                max: MAX_MAIN_MODEL_CHARS,
+            })
+        }
         Some(id) => Ok(id.to_owned()),
     }
 }
+
+/// The longest main model id passed on; real ids are a few dozen characters.
+const MAX_MAIN_MODEL_CHARS: usize = 256;
 
 /// Validates one `image_generation` tool entry with the Images API value rules.
 ///

@@ -19,6 +19,22 @@ fn text_models_pass_as_main_model() {
 }
 
 #[test]
+fn an_overlong_main_model_is_refused() {
+    let catalog = ModelCatalog::default();
+    let wide = "é".repeat(256);
+    assert_eq!(validate_main_model(Some(&wide), &catalog).unwrap(), wide);
+    let long = "m".repeat(257);
+    assert_eq!(
+        validate_main_model(Some(&long), &catalog),
+        Err(RequestError::TooLong {
+            param: "model".into(),
+            length: 257,
+            max: 256
+        })
+    );
+}
+
+#[test]
 fn main_model_is_required() {
     let catalog = ModelCatalog::default();
     assert_eq!(
