@@ -264,6 +264,7 @@ async fn responses_with_the_image_tool_work_plain_and_streamed() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
+    let plain_id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["object"], "response");
     let call = body["output"]
@@ -273,6 +274,13 @@ async fn responses_with_the_image_tool_work_plain_and_streamed() {
         .find(|o| o["type"] == "image_generation_call")
         .unwrap();
     decode_png(call["result"].as_str().unwrap());
+    let image_tokens = &body["tool_usage"]["image_gen"];
+    let image_output = image_tokens["output_tokens_details"]["image_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(image_output > 0, "{image_tokens}");
+    let total =
+        body["usage"]["total_tokens"].as_u64().unwrap() + image_tokens["total_tokens"].as_u64().unwrap();
 
     let response = s
         .post_json(
@@ -283,6 +291,7 @@ async fn responses_with_the_image_tool_work_plain_and_streamed() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
+    let streamed_id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
     let events = parse_sse(&response.text().await.unwrap());
     assert_eq!(events.first().unwrap().0, "response.created");
     assert_eq!(events.last().unwrap().0, "response.completed");
@@ -292,6 +301,28 @@ async fn responses_with_the_image_tool_work_plain_and_streamed() {
             .any(|(name, _)| name == "response.image_generation_call.partial_image")
     );
     imagegate_e2e::assert_sequence_counts_from_zero(&events);
+
+    // Both records bill the image tool's tokens (`tool_usage.image_gen`) on top of the main model's.
+    let records = s.usage_at_least(2).await;
+    let record = |id: &str| {
+        records
+            .iter()
+            .find(|r| r["request_id"] == id)
+            .unwrap_or_else(|| panic!("no record {id}"))
+            .clone()
+    };
+    let plain = record(&plain_id);
+    assert_eq!(plain["tokens"]["output_image"].as_u64(), Some(image_output));
+    assert_eq!(plain["tokens"]["total"].as_u64(), Some(total));
+    let streamed = record(&streamed_id);
+    assert!(
+        streamed["tokens"]["output_image"].as_u64().unwrap() > 0,
+        "{streamed}"
+    );
+    assert!(
+        streamed["tokens"]["total"].as_u64().unwrap() > streamed["tokens"]["output_image"].as_u64().unwrap(),
+        "{streamed}"
+    );
 }
 
 #[tokio::test]
@@ -503,6 +534,25 @@ async fn invalid_requests_are_refused_before_any_upstream_call() {
     assert_eq!(s.sim_stats().await["requests"], 0);
     let records = s.usage_at_least(6).await;
     assert!(records.iter().all(|r| r["status"] == 400));
+}
+
+#[tokio::test]
+async fn a_refused_request_records_its_model_clipped() {
+    let s = setup();
+    // 1 MiB of model name on /responses (which takes large bodies), multi-byte text on Images.
+    let huge = "m".repeat(1 << 20);
+    let wide = "é".repeat(200);
+    for (path, body) in [
+        ("/responses", json!({"model": huge, "input": "x"})),
+        ("/images/generations", json!({"model": wide, "prompt": "x"})),
+    ] {
+        let response = s.post_json(path, body).send().await.unwrap();
+        assert!(response.status().is_client_error(), "{path}");
+    }
+    let records = s.usage_at_least(2).await;
+    let models: Vec<&str> = records.iter().map(|r| r["model"].as_str().unwrap()).collect();
+    assert!(models.contains(&"m".repeat(256).as_str()), "{models:?}");
+    assert!(models.contains(&"é".repeat(128).as_str()), "{models:?}");
 }
 
 #[tokio::test]

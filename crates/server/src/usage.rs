@@ -227,6 +227,7 @@ impl UsageRecorder {
                 upstream: self.upstream.min(elapsed),
             });
             record.latency_ms = latency;
+            clip_free_text(&mut record);
             if let Err(err) = self.sink.record(record) {
                 tracing::error!(error = %err, "usage record could not be queued");
             }
@@ -240,10 +241,61 @@ impl Drop for UsageRecorder {
     }
 }
 
+/// The longest a client- or upstream-chosen string of a record may be, in bytes: as long as the
+/// longest main model id `/v1/responses` passes on (256 characters of ASCII), so no model a request
+/// was served with is cut; a refused request's model can be anything.
+const MAX_FREE_TEXT: usize = 256;
+
+/// Cuts every string a client or an upstream chose to [`MAX_FREE_TEXT`] bytes (on a character
+/// boundary), so a refused request cannot make its record, the usage pages or the logs huge.
+fn clip_free_text(record: &mut UsageRecord) {
+    clip(&mut record.model);
+    let optional = [
+        &mut record.size_requested,
+        &mut record.size_produced,
+        &mut record.quality_requested,
+        &mut record.quality_produced,
+        &mut record.output_format,
+        &mut record.error_code,
+    ];
+    for text in optional.into_iter().flatten() {
+        clip(text);
+    }
+}
+
+fn clip(text: &mut String) {
+    if text.len() > MAX_FREE_TEXT {
+        let mut end = MAX_FREE_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+}
+
 fn add(slot: &mut Option<u64>, value: u64) {
     *slot = Some(slot.unwrap_or(0).saturating_add(value));
 }
 
 fn elapsed_ms(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_FREE_TEXT, clip};
+
+    #[test]
+    fn clip_cuts_on_a_character_boundary() {
+        // '€' is three bytes, so the limit falls inside one.
+        let mut text = "€".repeat(MAX_FREE_TEXT);
+        clip(&mut text);
+        assert_eq!(text, "€".repeat(MAX_FREE_TEXT / 3));
+        let mut short = "gpt-image-2".to_owned();
+        clip(&mut short);
+        assert_eq!(short, "gpt-image-2");
+        let mut exact = "m".repeat(MAX_FREE_TEXT);
+        clip(&mut exact);
+        assert_eq!(exact.len(), MAX_FREE_TEXT);
+    }
 }

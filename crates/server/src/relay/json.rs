@@ -10,7 +10,7 @@ use bytes::Bytes;
 use imagegate_codec::usage_scan::{ModelKey, ResponseSummary, model_key};
 
 use crate::relay::held::Held;
-use crate::relay::stream::{OutputItem, ResponsesUsage};
+use crate::relay::stream::{OutputItem, ResponsesUsage, ToolUsage, record_response_tokens};
 use crate::usage::UsageRecorder;
 
 /// An images response body; `summary` is what a scan of it found, if one was made.
@@ -59,9 +59,7 @@ fn send_with_key(body: Bytes, key: ModelKey, usage: UsageRecorder, held: Held) -
 /// A Responses API body: the main model's usage and the image calls' sizes.
 pub fn responses_body(body: Bytes, mut usage: UsageRecorder, held: Held) -> Response {
     if let Ok(head) = serde_json::from_slice::<ResponseHead>(&body) {
-        if let Some(tokens) = head.usage {
-            usage.usage(&tokens.into_usage());
-        }
+        record_response_tokens(&mut usage, head.usage, head.tool_usage);
         for item in head.output.iter().filter(|i| i.kind == "image_generation_call") {
             usage.produced(
                 item.size.as_deref(),
@@ -88,6 +86,7 @@ fn send(body: Bytes, mut usage: UsageRecorder, held: Held) -> Response {
 #[derive(serde::Deserialize)]
 struct ResponseHead {
     usage: Option<ResponsesUsage>,
+    tool_usage: Option<ToolUsage>,
     #[serde(default)]
     output: Vec<OutputItem>,
 }

@@ -185,9 +185,9 @@ impl Relay {
             StreamKind::Responses => {
                 if let Ok(head) = serde_json::from_str::<ResponsesHead>(&event.data) {
                     self.last_sequence = head.sequence_number.or(self.last_sequence);
-                    if head.kind == "response.completed" {
-                        if let Some(tokens) = head.response.and_then(|r| r.usage) {
-                            usage.usage(&tokens.into_usage());
+                    if ends_a_response(&head.kind) {
+                        if let Some(tail) = head.response {
+                            record_response_tokens(usage, tail.usage, tail.tool_usage);
                         }
                     } else if head.kind == "response.output_item.done" {
                         if let Some(item) = head.item.filter(|i| i.kind == "image_generation_call") {
@@ -323,6 +323,37 @@ struct ResponsesHead {
 #[derive(Deserialize)]
 struct ResponseTail {
     usage: Option<ResponsesUsage>,
+    tool_usage: Option<ToolUsage>,
+}
+
+/// Whether a Responses event is the last one of its response, with the response's usage in it:
+/// `response.incomplete` and `response.failed` can report tokens the upstream bills too.
+fn ends_a_response(kind: &str) -> bool {
+    matches!(
+        kind,
+        "response.completed" | "response.incomplete" | "response.failed"
+    )
+}
+
+/// `tool_usage` of a Responses envelope: the image generation tool's own tokens.
+#[derive(Deserialize)]
+pub struct ToolUsage {
+    image_gen: Option<imagegate_domain::Usage>,
+}
+
+/// Records a Responses envelope's tokens: the main model's `usage` (as text) plus the image tool's
+/// `tool_usage.image_gen`, which carries the image tokens the main model's usage leaves out.
+pub fn record_response_tokens(
+    usage: &mut UsageRecorder,
+    main: Option<ResponsesUsage>,
+    tools: Option<ToolUsage>,
+) {
+    if let Some(tokens) = main {
+        usage.usage(&tokens.into_usage());
+    }
+    if let Some(image) = tools.and_then(|t| t.image_gen) {
+        usage.usage(&image);
+    }
 }
 
 /// What the gateway reads of a Responses output item: its type and, for image calls, what was made.
