@@ -40,4 +40,13 @@ if ! "$venv/bin/python" -c "import openai, sys; sys.exit(openai.__version__ != '
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==$OPENAI_SDK_VERSION"
 fi
-say "ready: PostgreSQL, Redis, Chromium, openai $OPENAI_SDK_VERSION in .venv"
+# The official openai Node SDK, for the conformance tests (tests/node/), at the exact version pinned in
+# tests/node/package.json and its lockfile.
+node_dir="$root/tests/node"
+command -v npm >/dev/null 2>&1 || { say "npm is missing: install Node.js 20 or newer (needed by tests/node)"; exit 1; }
+OPENAI_NODE_SDK_VERSION="$(node -p "require('$node_dir/package.json').dependencies.openai")"
+if [ "$(node -p "require('$node_dir/node_modules/openai/package.json').version" 2>/dev/null)" != "$OPENAI_NODE_SDK_VERSION" ]; then
+  say "installing openai@$OPENAI_NODE_SDK_VERSION into tests/node/node_modules"
+  (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+say "ready: PostgreSQL, Redis, Chromium, openai $OPENAI_SDK_VERSION in .venv, openai@$OPENAI_NODE_SDK_VERSION in tests/node"
