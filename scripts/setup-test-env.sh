@@ -43,7 +43,11 @@ fi
 # The official openai Node SDK, for the conformance tests (tests/node/), at the exact version pinned in
 # tests/node/package.json and its lockfile.
 node_dir="$root/tests/node"
-command -v npm >/dev/null 2>&1 || { say "npm is missing: install Node.js 20 or newer (needed by tests/node)"; exit 1; }
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if ! command -v npm >/dev/null 2>&1 || [ "$node_major" -lt 20 ]; then
+  say "Node.js 20 or newer with npm is needed by tests/node (found: $(node --version 2>/dev/null || echo none))"
+  exit 1
+fi
 OPENAI_NODE_SDK_VERSION="$(node -p "require('$node_dir/package.json').dependencies.openai")"
 if [ "$(node -p "require('$node_dir/node_modules/openai/package.json').version" 2>/dev/null)" != "$OPENAI_NODE_SDK_VERSION" ]; then
   say "installing openai@$OPENAI_NODE_SDK_VERSION into tests/node/node_modules"

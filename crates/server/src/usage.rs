@@ -242,8 +242,8 @@ impl Drop for UsageRecorder {
 }
 
 /// The longest a client- or upstream-chosen string of a record may be, in bytes: as long as the
-/// longest main model id `/v1/responses` passes on (256 characters of ASCII), so no model a request
-/// was served with is cut; a refused request's model can be anything.
+/// longest main model id `/v1/responses` passes on when written in ASCII (256 characters), as real
+/// ids are; a refused request's model can be anything.
 const MAX_FREE_TEXT: usize = 256;
 
 /// Cuts every string a client or an upstream chose to [`MAX_FREE_TEXT`] bytes (on a character
