@@ -151,3 +151,40 @@ pub async fn read_until_cut(response: reqwest::Response) -> (Vec<u8>, bool) {
     }
     (received, false)
 }
+
+/// The workspace's root folder.
+pub fn workspace_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Runs an SDK conformance script (`command`) against `s` and checks its last line is `expected`.
+///
+/// The script gets `IMAGEGATE_BASE_URL` (ends with `/v1`), `IMAGEGATE_KEY`, `IMAGEGATE_SIM_URL` and
+/// `IMAGEGATE_FIXTURES`, a folder with `a.png` (512x512), `b.png` (640x640, larger than the 256 KiB
+/// the gateway keeps in memory, so its edits go through a spilled file) and `mask.png` (512x512).
+pub fn run_sdk_checks(mut command: std::process::Command, s: &Setup, expected: &str) {
+    use imagegate_e2e::{png_noise, png_rgb, solid_mask};
+    let fixtures = tempfile::tempdir().unwrap();
+    std::fs::write(fixtures.path().join("a.png"), png_rgb(512, 512)).unwrap();
+    let large = png_noise(640, 7);
+    assert!(large.len() > 256 * 1024);
+    std::fs::write(fixtures.path().join("b.png"), large).unwrap();
+    std::fs::write(fixtures.path().join("mask.png"), solid_mask(512, 512)).unwrap();
+    let output = command
+        .env("IMAGEGATE_BASE_URL", s.gateway.v1(""))
+        .env("IMAGEGATE_KEY", &s.key)
+        .env("IMAGEGATE_SIM_URL", &s.sim.url)
+        .env("IMAGEGATE_FIXTURES", fixtures.path())
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "SDK checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.lines().last(), Some(expected), "{stdout}");
+}
