@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use imagegate_codec::ApiError;
 use imagegate_domain::{ErrorKind, ImageParams, validate_edit, validate_generation};
+use imagegate_store::AuthContext;
 
 use crate::fallback;
 use crate::http::auth::Caller;
@@ -27,22 +28,10 @@ pub async fn generations(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let mut usage = UsageRecorder::start(
-        app.usage.clone(),
-        app.metrics.clone(),
-        app.in_flight.enter(),
-        &request_id.0,
-        "/v1/images/generations",
-        &caller,
-    );
-    let body = match body {
+    let mut usage = start_usage(&app, &request_id, "/v1/images/generations", &caller);
+    let body = match body.map_err(|rejection| body_error(&rejection, crate::http::GENERATION_BODY_LIMIT)) {
         Ok(body) => body,
-        Err(rejection) => {
-            return fail(
-                usage,
-                crate::http::images::body_error(&rejection, crate::http::GENERATION_BODY_LIMIT),
-            );
-        }
+        Err(err) => return fail(usage, err),
     };
     let params = match decode_generation(&app, &body, &mut usage) {
         Ok(params) => params,
@@ -72,14 +61,7 @@ pub async fn edits(
     Caller(caller): Caller,
     request: Request,
 ) -> Response {
-    let mut usage = UsageRecorder::start(
-        app.usage.clone(),
-        app.metrics.clone(),
-        app.in_flight.enter(),
-        &request_id.0,
-        "/v1/images/edits",
-        &caller,
-    );
+    let mut usage = start_usage(&app, &request_id, "/v1/images/edits", &caller);
     let headers = request.headers().clone();
     let content_type = headers
         .get(CONTENT_TYPE)
@@ -121,6 +103,24 @@ pub fn body_error(rejection: &BytesRejection, limit: usize) -> HttpError {
     }
     let message = format!("The request body could not be read: {}", rejection.body_text());
     HttpError::new(ApiError::new(ErrorKind::InvalidRequest, message))
+}
+
+/// Starts the usage record of a call to `endpoint` (it counts as in flight until the record is
+/// finished).
+pub fn start_usage(
+    app: &AppState,
+    request_id: &RequestId,
+    endpoint: &str,
+    caller: &AuthContext,
+) -> UsageRecorder {
+    UsageRecorder::start(
+        app.usage.clone(),
+        app.metrics.clone(),
+        app.in_flight.enter(),
+        &request_id.0,
+        endpoint,
+        caller,
+    )
 }
 
 /// Records a request that ends in an error before any upstream call, and answers it.

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::http::auth::Caller;
 use crate::http::error::HttpError;
-use crate::http::images::fail;
+use crate::http::images::{body_error, fail, start_usage};
 use crate::http::request_id::RequestId;
 use crate::http::serve_call::{ServeCall, serve};
 use crate::relay::stream::StreamKind;
@@ -28,22 +28,10 @@ pub async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let mut usage = UsageRecorder::start(
-        app.usage.clone(),
-        app.metrics.clone(),
-        app.in_flight.enter(),
-        &request_id.0,
-        "/v1/responses",
-        &caller,
-    );
-    let body = match body {
+    let mut usage = start_usage(&app, &request_id, "/v1/responses", &caller);
+    let body = match body.map_err(|rejection| body_error(&rejection, crate::http::RESPONSES_BODY_LIMIT)) {
         Ok(body) => body,
-        Err(rejection) => {
-            return fail(
-                usage,
-                crate::http::images::body_error(&rejection, crate::http::RESPONSES_BODY_LIMIT),
-            );
-        }
+        Err(err) => return fail(usage, err),
     };
     let user_agent = headers
         .get(USER_AGENT)
