@@ -227,6 +227,7 @@ async fn a_request_still_running_when_the_grace_period_ends_is_recorded_before_e
     );
     if let Ok(response) = answer {
         assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()["retry-after"], "1");
     }
     let records = s.usage();
     assert_eq!(records.len(), 1, "{records:?}");

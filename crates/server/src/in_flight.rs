@@ -87,11 +87,16 @@ pub async fn layer(State(in_flight): State<InFlight>, request: Request, next: Ne
     })
 }
 
+/// How long a client is told to wait before retrying a request the shutdown abandoned: behind a
+/// load balancer the retry reaches another replica, and the SDKs honour `retry-after`.
+const SHUTDOWN_RETRY_AFTER: Duration = Duration::from_secs(1);
+
 fn shutting_down() -> Response {
     HttpError::new(ApiError::new(
         ErrorKind::Overloaded,
         "The gateway is shutting down; retry the request.",
     ))
+    .with_retry_after(Some(SHUTDOWN_RETRY_AFTER))
     .into_response()
 }
 
@@ -151,6 +156,13 @@ mod tests {
         let stuck = InFlight::default();
         let _held = stuck.enter();
         assert!(!stuck.abandon(Duration::from_millis(20)).await);
+    }
+
+    #[test]
+    fn the_shutdown_answer_says_when_to_retry() {
+        let answer = shutting_down();
+        assert_eq!(answer.status(), 503);
+        assert_eq!(answer.headers()["retry-after"], "1");
     }
 
     #[tokio::test]
