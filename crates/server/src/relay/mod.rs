@@ -245,6 +245,11 @@ pub fn failure_error(failure: &Failure) -> HttpError {
     }
 }
 
+/// How long clients are told to wait when no account of the group is usable (all disabled or
+/// excluded, or none yet): long enough for an operator's fix or a re-enabled account, short enough
+/// to fit in the SDKs' retries.
+const NO_ACCOUNT_RETRY_AFTER: Duration = Duration::from_secs(5);
+
 fn pool_failure(err: PoolError, last: Option<Failure>) -> HttpError {
     match err {
         PoolError::AllCoolingDown { retry_after, .. } => limited(
@@ -263,7 +268,8 @@ fn pool_failure(err: PoolError, last: Option<Failure>) -> HttpError {
             None => HttpError::new(ApiError::new(
                 ErrorKind::Overloaded,
                 "No upstream account can serve this key's group right now.",
-            )),
+            ))
+            .with_retry_after(Some(NO_ACCOUNT_RETRY_AFTER)),
         },
         PoolError::LeaseExpired | PoolError::State(_) => {
             tracing::error!(error = %err, "dispatcher failed");
@@ -291,6 +297,25 @@ mod tests {
         assert!(!switchable(&FailureKind::Refused));
         assert!(!switchable(&FailureKind::Timeout));
         assert!(switchable(&FailureKind::ModelUnsupported));
+    }
+
+    #[test]
+    fn no_usable_account_is_a_503_that_says_when_to_retry() {
+        use axum::response::IntoResponse;
+        let err = PoolError::NoAccounts {
+            group: GroupId::new("default"),
+        };
+        let response = pool_failure(err, None).into_response();
+        assert_eq!(response.status(), 503);
+        let headers = response.headers();
+        assert_eq!(
+            headers.get("retry-after").and_then(|v| v.to_str().ok()),
+            Some("5")
+        );
+        assert_eq!(
+            headers.get("retry-after-ms").and_then(|v| v.to_str().ok()),
+            Some("5000")
+        );
     }
 
     #[test]
