@@ -12,6 +12,16 @@ fn generation() -> Value {
     json!({"model": "gpt-image-2", "prompt": "limits", "size": "1024x1024", "quality": "low"})
 }
 
+#[test]
+fn logs_written_to_a_file_or_pipe_carry_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = admin_output(dir.path(), &["users", "list"], "", &[("IMAGEGATE_LOG", "info")]);
+    assert!(out.status.success());
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("created a new master key file"), "{log}");
+    assert!(!log.contains('\u{1b}'), "escape codes in a piped log: {log:?}");
+}
+
 #[tokio::test]
 async fn groups_accounts_and_keys_are_managed_from_the_cli() {
     let s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);

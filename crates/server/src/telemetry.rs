@@ -32,7 +32,9 @@ pub fn init() -> Telemetry {
     let filter = std::env::var("IMAGEGATE_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "info".to_owned());
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colours_wanted());
     let registry = tracing_subscriber::registry()
         .with(tracing_subscriber::EnvFilter::new(filter))
         .with(fmt);
@@ -54,6 +56,13 @@ pub fn init() -> Telemetry {
         let _ = registry.try_init();
         Telemetry::default()
     }
+}
+
+/// Colours only on a terminal, and not with `NO_COLOR` set: the library's default colours every
+/// line, which fills log files and journals with escape codes (and costs a little per span).
+fn colours_wanted() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
 }
 
 #[cfg(feature = "otel")]
