@@ -1,6 +1,7 @@
 //! Usage records. Compiled once per backend.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use sqlx::{Pool, QueryBuilder};
 
@@ -33,6 +34,9 @@ fn text(value: &str) -> Cow<'_, str> {
 /// Most rows per INSERT statement: 28 parameters each stays below both backends' parameter limits.
 const ROWS_PER_STATEMENT: usize = 256;
 
+/// How many statement sizes there are: 1, 2, 4, ..., [`ROWS_PER_STATEMENT`].
+const STATEMENT_SIZES: usize = ROWS_PER_STATEMENT.trailing_zeros() as usize + 1;
+
 /// Splits `len` rows into statement sizes that are powers of two up to [`ROWS_PER_STATEMENT`],
 /// largest first, so a connection only ever sees 9 distinct INSERT texts and keeps them all in its
 /// prepared-statement cache. One text per batch size made SQLite parse a new statement on most
@@ -52,6 +56,33 @@ fn statement_sizes(mut len: usize) -> impl Iterator<Item = usize> {
     })
 }
 
+/// The INSERT text for `rows` rows, built once per statement size and kept: writing the
+/// placeholders of 256 rows x 28 columns anew for every flush cost about 8,000 instructions per
+/// record in the callgrind profile (docs/benchmarks.md).
+fn insert_sql(rows: usize) -> Cow<'static, str> {
+    static TEXTS: [OnceLock<String>; STATEMENT_SIZES] = [const { OnceLock::new() }; STATEMENT_SIZES];
+    let slot = usize::try_from(rows.trailing_zeros())
+        .ok()
+        .and_then(|index| TEXTS.get(index));
+    match slot {
+        Some(text) if rows.is_power_of_two() => Cow::Borrowed(text.get_or_init(|| build_insert_sql(rows))),
+        _ => Cow::Owned(build_insert_sql(rows)),
+    }
+}
+
+fn build_insert_sql(rows: usize) -> String {
+    let columns = USAGE_INSERT_COLUMNS.split(',').count();
+    let mut qb: QueryBuilder<'_, Db> =
+        QueryBuilder::new(format!("INSERT INTO usage_records ({USAGE_INSERT_COLUMNS}) "));
+    qb.push_values(0..rows, |mut row, _| {
+        for _ in 0..columns {
+            row.push_bind(None::<i64>);
+        }
+    });
+    qb.push(" ON CONFLICT (request_id) DO NOTHING");
+    qb.into_sql()
+}
+
 pub(super) async fn insert_usage_batch(pool: &Pool<Db>, records: &[UsageRecord]) -> StoreResult<u64> {
     if records.is_empty() {
         return Ok(0);
@@ -62,40 +93,40 @@ pub(super) async fn insert_usage_batch(pool: &Pool<Db>, records: &[UsageRecord])
     for size in statement_sizes(records.len()) {
         let (chunk, after) = rest.split_at(size.min(rest.len()));
         rest = after;
-        let mut qb: QueryBuilder<'_, Db> =
-            QueryBuilder::new(format!("INSERT INTO usage_records ({USAGE_INSERT_COLUMNS}) "));
-        qb.push_values(chunk, |mut row, r| {
-            row.push_bind(text(&r.request_id))
-                .push_bind(r.created_at.unix_ms())
-                .push_bind(text(&r.endpoint))
-                .push_bind(text(&r.model))
-                .push_bind(r.size_requested.as_deref().map(text))
-                .push_bind(r.size_produced.as_deref().map(text))
-                .push_bind(r.quality_requested.as_deref().map(text))
-                .push_bind(r.quality_produced.as_deref().map(text))
-                .push_bind(r.output_format.as_deref().map(text))
-                .push_bind(i64::from(r.n))
-                .push_bind(i64::from(r.images))
-                .push_bind(r.stream)
-                .push_bind(i64::from(r.status))
-                .push_bind(r.error_code.as_deref().map(text))
-                .push_bind(tokens(r.tokens.input))
-                .push_bind(tokens(r.tokens.output))
-                .push_bind(tokens(r.tokens.total))
-                .push_bind(r.tokens.input_text.map(tokens))
-                .push_bind(r.tokens.input_image.map(tokens))
-                .push_bind(r.tokens.output_text.map(tokens))
-                .push_bind(r.tokens.output_image.map(tokens))
-                .push_bind(to_i64(r.latency_ms))
-                .push_bind(r.ttfb_ms.map(to_i64))
-                .push_bind(r.account_id.map(|v| v.0))
-                .push_bind(r.group_id.map(|v| v.0))
-                .push_bind(r.user_id.map(|v| v.0))
-                .push_bind(r.key_id.map(|v| v.0))
-                .push_bind(r.fallback_note.as_deref().map(text));
-        });
-        qb.push(" ON CONFLICT (request_id) DO NOTHING");
-        inserted += qb.build().execute(&mut *tx).await?.rows_affected();
+        let sql = insert_sql(chunk.len());
+        let mut query = sqlx::query::<Db>(&sql);
+        for r in chunk {
+            query = query
+                .bind(text(&r.request_id))
+                .bind(r.created_at.unix_ms())
+                .bind(text(&r.endpoint))
+                .bind(text(&r.model))
+                .bind(r.size_requested.as_deref().map(text))
+                .bind(r.size_produced.as_deref().map(text))
+                .bind(r.quality_requested.as_deref().map(text))
+                .bind(r.quality_produced.as_deref().map(text))
+                .bind(r.output_format.as_deref().map(text))
+                .bind(i64::from(r.n))
+                .bind(i64::from(r.images))
+                .bind(r.stream)
+                .bind(i64::from(r.status))
+                .bind(r.error_code.as_deref().map(text))
+                .bind(tokens(r.tokens.input))
+                .bind(tokens(r.tokens.output))
+                .bind(tokens(r.tokens.total))
+                .bind(r.tokens.input_text.map(tokens))
+                .bind(r.tokens.input_image.map(tokens))
+                .bind(r.tokens.output_text.map(tokens))
+                .bind(r.tokens.output_image.map(tokens))
+                .bind(to_i64(r.latency_ms))
+                .bind(r.ttfb_ms.map(to_i64))
+                .bind(r.account_id.map(|v| v.0))
+                .bind(r.group_id.map(|v| v.0))
+                .bind(r.user_id.map(|v| v.0))
+                .bind(r.key_id.map(|v| v.0))
+                .bind(r.fallback_note.as_deref().map(text));
+        }
+        inserted += query.execute(&mut *tx).await?.rows_affected();
     }
     tx.commit().await?;
     Ok(inserted)
@@ -124,7 +155,32 @@ pub(super) async fn daily_usage(pool: &Pool<Db>, filter: &UsageFilter) -> StoreR
 
 #[cfg(test)]
 mod tests {
-    use super::{ROWS_PER_STATEMENT, statement_sizes};
+    use std::borrow::Cow;
+
+    use super::{ROWS_PER_STATEMENT, build_insert_sql, insert_sql, statement_sizes};
+
+    #[test]
+    fn each_statement_size_keeps_its_own_insert_text() {
+        for size in statement_sizes(2 * ROWS_PER_STATEMENT - 1).chain([ROWS_PER_STATEMENT]) {
+            let first = insert_sql(size);
+            assert!(matches!(first, Cow::Borrowed(_)), "size {size} is kept");
+            assert_eq!(first, build_insert_sql(size), "size {size}");
+            assert_eq!(
+                first.matches("), (").count() + 1,
+                size,
+                "rows in the text for size {size}"
+            );
+            assert!(
+                std::ptr::eq(first.as_ptr(), insert_sql(size).as_ptr()),
+                "built once"
+            );
+        }
+        assert!(
+            matches!(insert_sql(3), Cow::Owned(_)),
+            "other sizes are built, not kept"
+        );
+        assert_eq!(insert_sql(3), build_insert_sql(3));
+    }
 
     #[test]
     fn statement_sizes_cover_the_batch_with_few_distinct_sizes() {
