@@ -22,7 +22,7 @@ pub(crate) fn edit_form(
     }
     let mut form = Form::new();
     for (name, value) in images::fields(params, images::Form::Edit) {
-        form = form.text(name, FieldValue::to_form_text(&value));
+        form = form.text(name, FieldValue::into_form_text(value));
     }
     for (index, image) in images.iter().enumerate() {
         form = form.part("image[]", file_part(image, &format!("image-{}", index + 1))?);

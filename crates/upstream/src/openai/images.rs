@@ -10,35 +10,39 @@
 //! (GPT image models always answer base64) and `input_fidelity` (refused by validation). Edits also
 //! leave out `moderation` when it is `auto` (see [`super::edits`]).
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use imagegate_domain::{ImageParams, Moderation};
-use serde_json::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::failure::Failure;
 
-/// One request field value.
+/// One request field value, borrowed from the parameters where it can be.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum FieldValue {
-    Text(String),
+pub(crate) enum FieldValue<'a> {
+    Text(Cow<'a, str>),
     Int(u64),
     Bool(bool),
 }
 
-impl FieldValue {
+impl FieldValue<'_> {
     /// The multipart text form (`true`/`false` for booleans, as the SDKs send them).
-    pub(crate) fn to_form_text(&self) -> String {
+    pub(crate) fn into_form_text(self) -> String {
         match self {
-            Self::Text(text) => text.clone(),
+            Self::Text(text) => text.into_owned(),
             Self::Int(value) => value.to_string(),
             Self::Bool(value) => value.to_string(),
         }
     }
+}
 
-    fn to_json(&self) -> Value {
+impl Serialize for FieldValue<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Self::Text(text) => Value::String(text.clone()),
-            Self::Int(value) => Value::from(*value),
-            Self::Bool(value) => Value::Bool(*value),
+            Self::Text(text) => serializer.serialize_str(text),
+            Self::Int(value) => serializer.serialize_u64(*value),
+            Self::Bool(value) => serializer.serialize_bool(*value),
         }
     }
 }
@@ -51,48 +55,67 @@ pub(crate) enum Form {
 }
 
 /// The fields to send, in a fixed order.
-pub(crate) fn fields(params: &ImageParams, form: Form) -> Vec<(&'static str, FieldValue)> {
+pub(crate) fn fields(params: &ImageParams, form: Form) -> Vec<(&'static str, FieldValue<'_>)> {
     use FieldValue::{Bool, Int, Text};
-    let mut fields = vec![
-        ("model", Text(params.model.upstream().to_owned())),
-        ("prompt", Text(params.prompt.clone())),
+    let mut fields = Vec::with_capacity(11);
+    fields.extend([
+        ("model", Text(Cow::Borrowed(params.model.upstream()))),
+        ("prompt", Text(Cow::Borrowed(params.prompt.as_str()))),
         ("n", Int(u64::from(params.n))),
-        ("size", Text(params.size.to_string())),
-        ("quality", Text(params.quality.as_str().to_owned())),
-        ("output_format", Text(params.output_format.as_str().to_owned())),
-    ];
+        ("size", Text(Cow::Owned(params.size.to_string()))),
+        ("quality", Text(Cow::Borrowed(params.quality.as_str()))),
+        (
+            "output_format",
+            Text(Cow::Borrowed(params.output_format.as_str())),
+        ),
+    ]);
     if let Some(compression) = params.output_compression {
         fields.push(("output_compression", Int(u64::from(compression))));
     }
-    fields.push(("background", Text(params.background.as_str().to_owned())));
+    fields.push(("background", Text(Cow::Borrowed(params.background.as_str()))));
     if form == Form::Generation || params.moderation != Moderation::Auto {
-        fields.push(("moderation", Text(params.moderation.as_str().to_owned())));
+        fields.push(("moderation", Text(Cow::Borrowed(params.moderation.as_str()))));
     }
     fields.push(("stream", Bool(params.stream)));
     if params.stream {
         fields.push(("partial_images", Int(u64::from(params.partial_images))));
     }
     if let Some(user) = &params.user {
-        fields.push(("user", Text(user.clone())));
+        fields.push(("user", Text(Cow::Borrowed(user.as_str()))));
     }
     fields
 }
 
+/// The fields as one JSON object, written straight out (no intermediate `serde_json::Map`).
+struct JsonObject<'a>(&'a [(&'static str, FieldValue<'a>)]);
+
+impl Serialize for JsonObject<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, value) in self.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Room for the fields other than the prompt, so the body is written without growing.
+const BODY_OVERHEAD: usize = 256;
+
 /// The JSON body of a generation.
 pub(crate) fn generation_body(params: &ImageParams) -> Result<Bytes, Failure> {
-    let body: Map<String, Value> = fields(params, Form::Generation)
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), value.to_json()))
-        .collect();
-    serde_json::to_vec(&body)
-        .map(Bytes::from)
-        .map_err(|err| Failure::protocol(format!("encoding the request failed: {err}")))
+    let fields = fields(params, Form::Generation);
+    let mut body = Vec::with_capacity(BODY_OVERHEAD + params.prompt.len());
+    serde_json::to_writer(&mut body, &JsonObject(&fields))
+        .map_err(|err| Failure::protocol(format!("encoding the request failed: {err}")))?;
+    Ok(Bytes::from(body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use imagegate_domain::{ImageParamsDraft, ModelCatalog, validate_generation};
+    use serde_json::Value;
     use std::collections::BTreeMap;
 
     fn params(draft: ImageParamsDraft) -> ImageParams {
