@@ -54,10 +54,13 @@ pub(crate) enum Form {
     Edit,
 }
 
+/// The most fields a request can have: the twelve names below, each at most once.
+const MOST_FIELDS: usize = 12;
+
 /// The fields to send, in a fixed order.
 pub(crate) fn fields(params: &ImageParams, form: Form) -> Vec<(&'static str, FieldValue<'_>)> {
     use FieldValue::{Bool, Int, Text};
-    let mut fields = Vec::with_capacity(11);
+    let mut fields = Vec::with_capacity(MOST_FIELDS);
     fields.extend([
         ("model", Text(Cow::Borrowed(params.model.upstream()))),
         ("prompt", Text(Cow::Borrowed(params.prompt.as_str()))),
