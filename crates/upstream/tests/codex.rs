@@ -76,7 +76,10 @@ async fn n_images_are_n_sequential_calls_summed_into_one_images_response() {
     let body: Value = serde_json::from_slice(&json_body(reply).await).unwrap();
     assert_eq!(
         body["data"],
-        json!([{"b64_json": "SU1BR0U="}, {"b64_json": "SU1BR0U="}])
+        json!([
+            {"b64_json": "SU1BR0U=", "revised_prompt": "A cat"},
+            {"b64_json": "SU1BR0U=", "revised_prompt": "A cat"}
+        ])
     );
     assert_eq!(
         (

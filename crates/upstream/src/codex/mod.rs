@@ -293,7 +293,7 @@ impl Run {
                 first.get_or_insert(image.resolved);
                 data.push(ImageData {
                     b64_json: image.b64,
-                    revised_prompt: None,
+                    revised_prompt: image.revised_prompt,
                 });
             }
         }
