@@ -4,7 +4,8 @@ mod support;
 
 use futures::StreamExt;
 use imagegate_codec::sse::{
-    KEEPALIVE, SseDecoder, SseError, SseEvent, SseItem, decode_stream, encode_comment, encode_event,
+    KEEPALIVE, MAX_ID_BYTES, SseDecoder, SseError, SseEvent, SseItem, decode_stream, encode_comment,
+    encode_event,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -114,6 +115,17 @@ fn ids_persist_and_retry_is_read_and_unknown_fields_are_ignored() {
     assert_eq!(second.id.as_deref(), Some("7"));
     assert_eq!(second.data, "b");
     assert_eq!(decoder.retry_ms(), Some(1500));
+}
+
+#[test]
+fn an_over_long_id_is_ignored_instead_of_copied_into_every_event() {
+    let long = "i".repeat(MAX_ID_BYTES + 1);
+    let kept = "k".repeat(MAX_ID_BYTES);
+    let mut decoder = SseDecoder::new();
+    let text = format!("id: 7\ndata: a\n\nid: {long}\ndata: b\n\nid: {kept}\ndata: c\n\n");
+    decoder.push(text.as_bytes()).unwrap();
+    let ids: Vec<Option<String>> = std::iter::from_fn(|| decoder.pop()).map(|e| e.id).collect();
+    assert_eq!(ids, vec![Some("7".to_owned()), Some("7".to_owned()), Some(kept)]);
 }
 
 #[test]

@@ -64,6 +64,10 @@ pub enum SseError {
 /// A `data:` line spanning chunks (an image's base64) is copied once: as soon as its field name is
 /// in, the rest of its value goes straight to the event's data, and the event's text is checked
 /// once when it is dispatched.
+/// Longest `id:` value kept. The id is copied into every later event, so a longer one (no real
+/// stream sends one) is ignored like an id with a NUL, rather than multiplied.
+pub const MAX_ID_BYTES: usize = 1024;
+
 #[derive(Debug)]
 pub struct SseDecoder {
     /// The start of a line whose end has not arrived (unless it is a `data` line, see `in_data_line`).
@@ -307,7 +311,9 @@ impl SseDecoder {
                 return Err(SseError::TypeChangedInOpenEvent);
             }
             b"event" => self.event_type = value.into_owned(),
-            b"id" if !value.contains('\0') => self.last_id = Some(value.into_owned()),
+            b"id" if !value.contains('\0') && value.len() <= MAX_ID_BYTES => {
+                self.last_id = Some(value.into_owned());
+            }
             b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 self.retry_ms = value.parse().ok();
             }
