@@ -30,8 +30,24 @@ pub const GENERATION_KEYS: &[&str] = &[
     "style",
 ];
 
-/// Parses a body that must be one JSON object.
+/// Most elements (array items and object members) a body may hold. Decoded into a tree, each
+/// costs 30-100 bytes, so a 64 MiB Responses body of tiny values (`[0,0,0,...]`) would take
+/// gigabytes before any limit of the key applied; a real request holds a few thousand, a long
+/// conversation tens of thousands (an image, however large, is one string).
+pub const MAX_JSON_ELEMENTS: usize = 1 << 18;
+
+/// Parses a body that must be one JSON object of at most [`MAX_JSON_ELEMENTS`] elements.
 pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    if has_more_elements_than(bytes, MAX_JSON_ELEMENTS) {
+        return Err(ApiError::new(
+            ErrorKind::InvalidRequest,
+            format!(
+                "The JSON body of your request holds more than {MAX_JSON_ELEMENTS} elements (array \
+                 items and object members). Send fewer or larger values."
+            ),
+        )
+        .with_code("too_many_elements"));
+    }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(ApiError::from(RequestError::InvalidType {
@@ -107,6 +123,42 @@ pub struct ResponsesBody {
     pub stream: bool,
     /// Every `image_generation` tool.
     pub image_tools: Vec<ImageToolEntry>,
+}
+
+/// Whether `bytes` holds more than `limit` elements, counted without decoding: every `[`, `{` and
+/// `,` outside a string starts at most one (strings, base64 images included, are skipped whole).
+/// Malformed text is left for the parser to refuse.
+fn has_more_elements_than(bytes: &[u8], limit: usize) -> bool {
+    let mut count = 0usize;
+    let mut at = 0usize;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => match string_end(bytes, at.saturating_add(1)) {
+                Some(end) => at = end,
+                None => return false,
+            },
+            b',' | b'[' | b'{' => {
+                count = count.saturating_add(1);
+                if count > limit {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        at = at.saturating_add(1);
+    }
+    false
+}
+
+/// The position of the quote closing the string whose text starts at `from` (`None`: unclosed).
+fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let found = from.checked_add(memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?)?;
+        if bytes.get(found) == Some(&b'"') {
+            return Some(found);
+        }
+        from = found.checked_add(2)?;
+    }
 }
 
 /// Decodes a Responses request.

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use imagegate_codec::json::{decode_generation, decode_responses};
+use imagegate_codec::json::{MAX_JSON_ELEMENTS, decode_generation, decode_responses};
 use imagegate_domain::{ErrorKind, ImageParamsDraft, ImageToolDraft, ModelCatalog};
 use serde_json::json;
 
@@ -133,6 +133,28 @@ fn invalid_json_and_non_objects_are_clear_400s() {
         err.message
     );
     assert_eq!(decode_generation(b"").unwrap_err().code(), Some("invalid_json"));
+}
+
+#[test]
+fn a_body_of_countless_tiny_values_is_refused_before_it_is_decoded() {
+    let body = |items: usize| format!(r#"{{"model":"gpt-5","input":[{}0]}}"#, "0,".repeat(items));
+    // The object, the array and each comma (the object's one, the array's `items`) count one.
+    let at_the_limit = body(MAX_JSON_ELEMENTS - 3);
+    assert!(decode_responses(at_the_limit.as_bytes()).is_ok());
+    let err = decode_responses(body(MAX_JSON_ELEMENTS - 2).as_bytes()).unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.code(), Some("too_many_elements"));
+    assert!(err.message.contains(&MAX_JSON_ELEMENTS.to_string()), "{}", err.message);
+}
+
+#[test]
+fn commas_and_brackets_inside_strings_are_not_elements() {
+    // Escaped quotes and backslashes do not end the string early.
+    let text = r#"\\\",[{"#.repeat(MAX_JSON_ELEMENTS);
+    let body = format!(r#"{{"model":"gpt-5","input":"{text}","stream":false}}"#);
+    let decoded = decode_responses(body.as_bytes()).unwrap();
+    assert_eq!(decoded.model.as_deref(), Some("gpt-5"));
+    assert!(!decoded.stream);
 }
 
 #[test]
