@@ -38,7 +38,12 @@ fn key_schemas_require_what_the_sdks_require() {
     let all = schemas();
     assert_eq!(required(&all["images-response"]), ["created"]);
     assert_eq!(required(&all["error"]), ["error"]);
-    assert_eq!(required(&all["images-generation-request"]), ["prompt"]);
+    // `model` too: the interface requires it, and the gateway refuses a body without it.
+    assert_eq!(required(&all["images-generation-request"]), ["model", "prompt"]);
+    assert_eq!(
+        required(&all["images-edit-request"]),
+        ["image[]", "prompt", "model"]
+    );
     assert_eq!(
         all["images-generation-request"]["additionalProperties"],
         Value::Bool(false)

@@ -12,7 +12,10 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImageGenerationRequest {
-    /// `gpt-image-2` or `gpt-image-2-2026-04-21`.
+    /// `gpt-image-2` or `gpt-image-2-2026-04-21`. Required: a body without it is answered 400
+    /// `missing_required_parameter`.
+    // An `Option` so that a missing model gets that answer rather than a decoding error.
+    #[schemars(with = "String")]
     pub model: Option<String>,
     /// What to draw, up to 32000 characters.
     pub prompt: String,
@@ -56,7 +59,9 @@ pub struct ImageEditRequest {
     pub mask: Option<String>,
     /// The edit instruction.
     pub prompt: String,
-    /// `gpt-image-2` or `gpt-image-2-2026-04-21`.
+    /// `gpt-image-2` or `gpt-image-2-2026-04-21`. Required: a body without it is answered 400
+    /// `missing_required_parameter`.
+    #[schemars(with = "String")]
     pub model: Option<String>,
     /// Number of images, 1-10.
     pub n: Option<String>,
