@@ -55,6 +55,27 @@ fn usage_tolerates_missing_output_details_and_sums() {
 }
 
 #[test]
+fn usage_reads_nulls_as_zero_and_keeps_the_other_fields() {
+    let usage: Usage = serde_json::from_str(
+        r#"{"input_tokens":5,"input_tokens_details":{"text_tokens":null,"image_tokens":2},"output_tokens":7,"output_tokens_details":null,"total_tokens":null}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        usage,
+        Usage {
+            input_tokens: 5,
+            input_tokens_details: TokenDetails {
+                text_tokens: 0,
+                image_tokens: 2,
+            },
+            output_tokens: 7,
+            output_tokens_details: TokenDetails::default(),
+            total_tokens: 0,
+        }
+    );
+}
+
+#[test]
 fn usage_schema_lists_every_field() {
     let schema = serde_json::to_value(schemars::schema_for!(Usage)).unwrap();
     let props = schema["properties"].as_object().unwrap();

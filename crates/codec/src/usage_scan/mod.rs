@@ -98,6 +98,17 @@ impl ResponseSummary {
     }
 }
 
+/// For `#[serde(deserialize_with)]`: a usage object, or `None` where its shape is not one we read
+/// (a string in place of a count, say). An odd usage must cost no more than itself: not the images
+/// and the other usage read from the same document.
+pub fn usage_if_readable<'de, D>(deserializer: D) -> Result<Option<Usage>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = <Option<serde_json::Value> as serde::Deserialize>::deserialize(deserializer)?;
+    Ok(value.and_then(|value| serde_json::from_value(value).ok()))
+}
+
 /// Scans a complete document at once (convenience for bodies already in memory).
 pub fn scan(document: &[u8]) -> ResponseSummary {
     let mut scanner = ImagesResponseScanner::new();

@@ -338,19 +338,10 @@ fn ends_a_response(kind: &str) -> bool {
 /// `tool_usage` of a Responses envelope: the image generation tool's own tokens.
 #[derive(Deserialize)]
 pub struct ToolUsage {
-    #[serde(default, deserialize_with = "usage_if_readable")]
+    /// `None` where its shape is not one we read: an odd `tool_usage` must not cost the main
+    /// model's usage and the produced images read from the same envelope.
+    #[serde(default, deserialize_with = "imagegate_codec::usage_scan::usage_if_readable")]
     image_gen: Option<imagegate_domain::Usage>,
-}
-
-/// The tool's usage, or `None` where its shape is not one we read (a `null` in place of its
-/// details, say): an odd `tool_usage` must not cost the main model's usage and the produced images
-/// read from the same envelope.
-fn usage_if_readable<'de, D>(deserializer: D) -> Result<Option<imagegate_domain::Usage>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
-    Ok(value.and_then(|value| serde_json::from_value(value).ok()))
 }
 
 /// Records a Responses envelope's tokens: the main model's `usage` (as text) plus the image tool's
@@ -417,6 +408,15 @@ mod tests {
         let tail: ResponseTail = serde_json::from_str(
             r#"{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7},
                 "tool_usage":{"image_gen":{"input_tokens":1,"output_tokens_details":null}}}"#,
+        )
+        .unwrap();
+        assert_eq!(tail.usage.map(|u| u.total_tokens), Some(7));
+        // A `null` in place of the details costs only the details.
+        let image = tail.tool_usage.unwrap().image_gen.unwrap();
+        assert_eq!((image.input_tokens, image.output_tokens_details.image_tokens), (1, 0));
+        let tail: ResponseTail = serde_json::from_str(
+            r#"{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7},
+                "tool_usage":{"image_gen":{"input_tokens":"one"}}}"#,
         )
         .unwrap();
         assert_eq!(tail.usage.map(|u| u.total_tokens), Some(7));

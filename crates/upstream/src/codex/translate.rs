@@ -108,7 +108,8 @@ struct Response<'a> {
 
 #[derive(Deserialize)]
 struct ToolUsage {
-    #[serde(default)]
+    /// `None` where its shape is not one we read: an odd usage must not cost the image.
+    #[serde(default, deserialize_with = "imagegate_codec::usage_scan::usage_if_readable")]
     image_gen: Option<Usage>,
 }
 

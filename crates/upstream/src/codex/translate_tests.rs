@@ -119,6 +119,40 @@ fn completion_carries_the_image_when_no_item_event_did() {
 }
 
 #[test]
+fn an_odd_tool_usage_costs_neither_the_image_nor_the_readable_counts() {
+    // `null` details: the counts beside them are kept.
+    let step_with_nulls = step(&ev(json!({"type": "response.completed", "response": {
+        "tool_usage": {"image_gen": {"input_tokens": 20, "input_tokens_details": null,
+            "output_tokens": 4160, "output_tokens_details": null}},
+        "output": [{"type": "image_generation_call", "result": "SU1H"}]}})));
+    let Step::Completed {
+        usage,
+        image: Some(image),
+    } = step_with_nulls
+    else {
+        panic!("expected an image, got {step_with_nulls:?}")
+    };
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens, usage.total_tokens),
+        (20, 4160, 4180)
+    );
+    assert_eq!(image.b64, "SU1H");
+    // A shape not read at all (a string for a count): the image still comes through.
+    let step_unreadable = step(&ev(json!({"type": "response.completed", "response": {
+        "tool_usage": {"image_gen": {"input_tokens": "twenty"}},
+        "output": [{"type": "image_generation_call", "result": "SU1H"}]}})));
+    let Step::Completed {
+        usage,
+        image: Some(image),
+    } = step_unreadable
+    else {
+        panic!("expected an image, got {step_unreadable:?}")
+    };
+    assert_eq!(usage, Usage::default());
+    assert_eq!(image.b64, "SU1H");
+}
+
+#[test]
 fn failed_responses_are_classified() {
     let refused = step(&ev(
         json!({"type": "response.failed", "response": {"status": "failed",
