@@ -257,6 +257,14 @@ async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
     assert_eq!(records[0]["stream"], true);
+    // The upstream went on and made (and billed) the image after the client left: the rest of
+    // the stream was read for it.
+    assert_eq!(records[0]["images"], 1, "{:?}", records[0]);
+    assert!(
+        records[0]["tokens"]["output"].as_u64().unwrap() > 0,
+        "{:?}",
+        records[0]
+    );
 }
 
 #[tokio::test]

@@ -125,25 +125,33 @@ impl Relay {
 
     /// The frame of `item`, noting what it tells of the usage.
     fn frame_item(&mut self, item: SseItem) -> Bytes {
+        self.note(&item);
         match item {
-            SseItem::Event(event) => {
-                self.observe(&event);
-                frame(&event)
-            }
+            SseItem::Event(event) => frame(&event),
             SseItem::Opened { event, .. } => {
-                let completed = self.kind == StreamKind::Images && event.ends_with(".completed");
-                self.open = Some(completed.then(ImagesResponseScanner::new));
                 let mut out = BytesMut::with_capacity(event.len() + 16);
                 out.put_slice(b"event: ");
                 out.put_slice(event.as_bytes());
                 out.put_slice(b"\ndata: ");
                 out.freeze()
             }
+            SseItem::Data(piece) => data_piece(piece),
+            SseItem::Closed => Bytes::from_static(b"\n\n"),
+        }
+    }
+
+    /// Notes what `item` tells of the usage.
+    fn note(&mut self, item: &SseItem) {
+        match item {
+            SseItem::Event(event) => self.observe(event),
+            SseItem::Opened { event, .. } => {
+                let completed = self.kind == StreamKind::Images && event.ends_with(".completed");
+                self.open = Some(completed.then(ImagesResponseScanner::new));
+            }
             SseItem::Data(piece) => {
                 if let Some(Some(scanner)) = self.open.as_mut() {
-                    scanner.push(&piece);
+                    scanner.push(piece);
                 }
-                data_piece(piece)
             }
             SseItem::Closed => {
                 // As for a whole event, whose data must parse: a cut or malformed image records
@@ -161,7 +169,6 @@ impl Relay {
                         summary.usage.as_ref(),
                     );
                 }
-                Bytes::from_static(b"\n\n")
             }
         }
     }
@@ -242,6 +249,51 @@ impl Relay {
                 }
             }
         }
+    }
+}
+
+impl Drop for Relay {
+    /// The client left before the end of the stream: the upstream goes on producing, and billing,
+    /// what was asked, so the rest is read for its images and usage, as for a JSON answer.
+    fn drop(&mut self) {
+        if self.done || self.usage.is_none() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let rest = Relay {
+            events: std::mem::replace(&mut self.events, futures::stream::empty().boxed()),
+            kind: self.kind,
+            keepalive: self.keepalive,
+            usage: self.usage.take(),
+            held: None,
+            last_sequence: self.last_sequence,
+            open: self.open.take(),
+            done: true,
+        };
+        runtime.spawn(read_abandoned(rest));
+    }
+}
+
+/// Reads the rest of a stream whose client left, noting its usage; the record keeps the client's
+/// status. The upstream's own deadline bounds the wait, and a shutdown cuts it short.
+async fn read_abandoned(mut rest: Relay) {
+    loop {
+        let Some(usage) = rest.usage.as_ref() else {
+            return;
+        };
+        let next = tokio::select! {
+            next = rest.events.next() => next,
+            () = usage.until_abandoned() => return,
+        };
+        match next {
+            Some(Ok(item)) => rest.note(&item),
+            Some(Err(_)) | None => break,
+        }
+    }
+    if let Some(usage) = rest.usage.as_mut() {
+        usage.upstream_closed();
     }
 }
 
@@ -468,10 +520,8 @@ mod tests {
 
     #[test]
     fn an_event_relayed_in_pieces_is_framed_as_the_whole_event_would_be() {
-        let mut relay = Relay {
-            kind: StreamKind::Images,
-            ..responses_relay()
-        };
+        let mut relay = responses_relay();
+        relay.kind = StreamKind::Images;
         let data = r#"{"type":"image_generation.completed","b64_json":"AAAA","usage":{"total_tokens":3}}"#;
         let (head, tail) = data.split_at(30);
         let pieces = [
