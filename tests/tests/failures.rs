@@ -47,7 +47,7 @@ async fn an_html_error_page_becomes_a_502_upstream_request_failed() {
 }
 
 #[tokio::test]
-async fn a_content_refusal_passes_through_and_is_not_retried() {
+async fn a_content_refusal_is_a_502_not_to_retry_and_is_not_retried() {
     let s = setup_with(&["acct-a", "acct-b"], &[]);
     s.sim_fault(json!({"fault": "refusal"})).await;
     let response = s
@@ -55,9 +55,17 @@ async fn a_content_refusal_passes_through_and_is_not_retried() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 400);
+    // The interface's row: 502 "Upstream request failed" for content refused.
+    assert_eq!(response.status(), 502);
+    assert_eq!(response.headers()["x-should-retry"], "false");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "moderation_blocked");
+    assert_eq!(body["error"]["type"], "image_generation_user_error");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Upstream request failed: the content was refused. Your request was rejected by the safety system"),
+        "{message}"
+    );
     assert_eq!(
         s.sim_stats().await["requests"],
         1,
@@ -67,8 +75,8 @@ async fn a_content_refusal_passes_through_and_is_not_retried() {
 
 #[tokio::test]
 async fn a_passing_upstream_rate_limit_is_answered_as_one_to_retry() {
-    // A rate limit of a few seconds is no exhausted usage window: the SDKs should wait the
-    // `retry-after` and retry, not give up (`x-should-retry: false` is for usage limits).
+    // A limit of a few seconds: the interface's 429 `usage_limit_reached`, but the SDKs should wait
+    // the `retry-after` and retry, not give up (`x-should-retry: false` is for long windows).
     let s = setup();
     s.sim_fault(json!({"key": credential("acct-a"), "fault": "rate_limit", "retry_after_seconds": 20}))
         .await;
@@ -90,11 +98,13 @@ async fn a_passing_upstream_rate_limit_is_answered_as_one_to_retry() {
             "{attempt}: retry-after {retry_after}"
         );
         let body: Value = response.json().await.unwrap();
-        assert_eq!(body["error"]["code"], "rate_limit_exceeded", "{attempt}");
-        assert_eq!(body["error"]["type"], "rate_limit_error", "{attempt}");
+        assert_eq!(body["error"]["code"], "usage_limit_reached", "{attempt}");
+        assert_eq!(body["error"]["type"], "usage_limit_reached", "{attempt}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("Try again in "), "{attempt}: {message}");
     }
     assert_eq!(s.sim_stats().await["requests"], 1);
-    // The records tell it from the key's own limit, which has the same code.
+    // The records tell it from the key's own limit, which has the same status.
     let records = s.usage_at_least(2).await;
     for record in &records {
         assert_eq!(record["status"], 429, "{record}");

@@ -48,7 +48,7 @@ pub const fn error_spec(kind: ErrorKind) -> ErrorSpec {
         ErrorKind::PayloadTooLarge => row(413, INVALID, Some("file_too_large"), NO),
         ErrorKind::KeyRateLimited => row(429, "rate_limit_error", Some("rate_limit_exceeded"), YES),
         ErrorKind::UsageLimitReached => row(429, "usage_limit_reached", Some("usage_limit_reached"), NO),
-        ErrorKind::ContentPolicy => row(400, "image_generation_user_error", Some("moderation_blocked"), NO),
+        ErrorKind::ContentPolicy => row(502, "image_generation_user_error", Some("moderation_blocked"), NO),
         ErrorKind::UpstreamFailed => row(502, "upstream_error", Some("upstream_request_failed"), YES),
         ErrorKind::UpstreamTimeout => row(504, "upstream_error", Some("upstream_timeout"), YES),
         ErrorKind::ClientTooSlow => row(408, INVALID, Some("client_too_slow"), NO),

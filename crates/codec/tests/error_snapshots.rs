@@ -64,7 +64,7 @@ fn example(kind: ErrorKind) -> ApiError {
         ),
         ErrorKind::ContentPolicy => ApiError::new(
             kind,
-            "Your request was rejected by the safety system of the upstream.",
+            "Upstream request failed: the content was refused. Your request was rejected by the safety system.",
         ),
         ErrorKind::UpstreamFailed => ApiError::upstream_failed(Some("the upstream returned no image")),
         ErrorKind::UpstreamTimeout => ApiError::new(kind, "The upstream did not answer within 300 seconds."),
@@ -97,7 +97,7 @@ fn the_table_matches_the_agreed_interface() {
             (413, "invalid_request_error", Some("file_too_large")),
             (429, "rate_limit_error", Some("rate_limit_exceeded")),
             (429, "usage_limit_reached", Some("usage_limit_reached")),
-            (400, "image_generation_user_error", Some("moderation_blocked")),
+            (502, "image_generation_user_error", Some("moderation_blocked")),
             (502, "upstream_error", Some("upstream_request_failed")),
             (504, "upstream_error", Some("upstream_timeout")),
             (408, "invalid_request_error", Some("client_too_slow")),

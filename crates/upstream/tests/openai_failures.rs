@@ -168,8 +168,12 @@ async fn moderation_is_passed_through_with_the_upstream_message() {
     .await;
     assert_eq!(failure.kind, FailureKind::Refused);
     let shown = failure.client_error();
-    assert_eq!(shown.status(), 400);
-    assert_eq!(shown.message, message);
+    assert_eq!(shown.status(), 502);
+    assert_eq!(
+        shown.message,
+        format!("Upstream request failed: the content was refused. {message}")
+    );
+    assert_eq!(shown.should_retry(), Some(false));
     assert_eq!(shown.code(), Some("moderation_blocked"));
     assert_eq!(shown.error_type(), "image_generation_user_error");
 }

@@ -12,6 +12,8 @@ use imagegate_domain::RequestError;
 pub struct HttpError {
     pub api: ApiError,
     pub retry_after: Option<Duration>,
+    /// `x-should-retry` when it depends on more than the error's class (see [`Self::with_should_retry`]).
+    pub should_retry: Option<bool>,
 }
 
 impl HttpError {
@@ -19,11 +21,19 @@ impl HttpError {
         Self {
             api,
             retry_after: None,
+            should_retry: None,
         }
     }
 
     pub fn with_retry_after(mut self, retry_after: Option<Duration>) -> Self {
         self.retry_after = retry_after;
+        self
+    }
+
+    /// Overrides the class's `x-should-retry` advice, e.g. for a usage limit that resets soon
+    /// enough for the SDKs to wait it out.
+    pub fn with_should_retry(mut self, retry: bool) -> Self {
+        self.should_retry = Some(retry);
         self
     }
 }
@@ -53,7 +63,7 @@ impl IntoResponse for HttpError {
                 headers.insert(HeaderName::from_static("retry-after-ms"), ms);
             }
         }
-        if let Some(retry) = self.api.should_retry() {
+        if let Some(retry) = self.should_retry.or_else(|| self.api.should_retry()) {
             let value = HeaderValue::from_static(if retry { "true" } else { "false" });
             headers.insert(HeaderName::from_static("x-should-retry"), value);
         }

@@ -198,32 +198,34 @@ fn jitter(attempt: u32) -> Duration {
     Duration::from_millis(base + rand::random_range(0..=100))
 }
 
-/// The longest wait a limit may have and still be answered as a passing rate limit (429
-/// `rate_limit_exceeded`, to be retried): the official SDKs follow a `retry-after` up to 60 s.
-/// Longer ones are an exhausted usage window (429 `usage_limit_reached`, not to be retried).
+/// The longest wait a usage limit may have and still be answered as one to retry
+/// (`x-should-retry: true`): the official SDKs follow a `retry-after` up to 60 s. Longer ones
+/// are an exhausted usage window the client should not wait on.
 const SHORT_LIMIT: Duration = Duration::from_secs(60);
 
-/// The answer when the accounts are limited for `wait` (`None`: not known).
+/// The answer when the accounts are limited for `wait` (`None`: not known): the interface's 429
+/// `usage_limit_reached` with the wait in `retry-after`, to be retried by the SDKs when it is short.
 fn limited(wait: Option<Duration>, usage_limit_message: &str) -> HttpError {
-    match wait {
-        Some(wait) if wait <= SHORT_LIMIT => {
+    let passing = wait.is_some_and(|wait| wait <= SHORT_LIMIT);
+    let message = match wait {
+        Some(wait) if passing => {
             let secs = wait.as_secs_f64().ceil().max(1.0);
-            HttpError::new(ApiError::new(
-                ErrorKind::KeyRateLimited,
-                format!("The upstream accounts of this key's group are rate-limited. Try again in {secs}s."),
-            ))
-            .with_retry_after(Some(wait))
+            format!("{usage_limit_message} Try again in {secs}s.")
         }
-        _ => HttpError::new(ApiError::new(ErrorKind::UsageLimitReached, usage_limit_message))
-            .with_retry_after(wait.or(Some(Duration::from_secs(1)))),
-    }
+        _ => usage_limit_message.to_owned(),
+    };
+    HttpError::new(ApiError::new(ErrorKind::UsageLimitReached, message))
+        .with_retry_after(wait.or(Some(Duration::from_secs(1))))
+        .with_should_retry(passing)
 }
 
-/// `error`, noted on the usage record when it is a limit of the upstream accounts that the client
-/// sees as a rate limit: its code (`rate_limit_exceeded`) is also the one of the key's own limits.
+/// `error`, noted on the usage record when it is a 429 of the upstream accounts (limited or too
+/// busy), which the record's status alone does not tell from the key's own limits.
 fn noted(error: HttpError, usage: &mut UsageRecorder) -> HttpError {
-    if error.api.kind == ErrorKind::KeyRateLimited {
-        usage.note("upstream accounts limited".to_owned());
+    match error.api.kind {
+        ErrorKind::UsageLimitReached => usage.note("upstream accounts limited".to_owned()),
+        ErrorKind::KeyRateLimited => usage.note("upstream accounts busy".to_owned()),
+        _ => {}
     }
     error
 }
@@ -236,10 +238,7 @@ pub fn failure_error(failure: &Failure) -> HttpError {
                 let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
                 Duration::from_millis(at.saturating_sub(now))
             });
-            limited(
-                wait,
-                "The upstream account reached its usage limit; try again later.",
-            )
+            limited(wait, "The upstream account reached its usage limit.")
         }
         _ => HttpError::new(failure.client_error()),
     }
@@ -254,7 +253,7 @@ fn pool_failure(err: PoolError, last: Option<Failure>) -> HttpError {
     match err {
         PoolError::AllCoolingDown { retry_after, .. } => limited(
             Some(retry_after),
-            "Every upstream account of this key's group reached its usage limit; retry after the reset.",
+            "Every upstream account of this key's group reached its usage limit.",
         ),
         PoolError::AllBusy { retry_after } | PoolError::WaitQueueFull { retry_after } => {
             HttpError::new(ApiError::new(
@@ -316,6 +315,25 @@ mod tests {
             headers.get("retry-after-ms").and_then(|v| v.to_str().ok()),
             Some("5000")
         );
+    }
+
+    #[test]
+    fn an_upstream_limit_is_usage_limit_reached_retried_only_when_it_resets_soon() {
+        use axum::response::IntoResponse;
+        for (wait, retry, retry_after) in [
+            (Some(Duration::from_secs(20)), "true", "20"),
+            (Some(SHORT_LIMIT), "true", "60"),
+            (Some(SHORT_LIMIT + Duration::from_secs(1)), "false", "61"),
+            (None, "false", "1"),
+        ] {
+            let err = limited(wait, "Limited.");
+            assert_eq!(err.api.code(), Some("usage_limit_reached"), "{wait:?}");
+            let response = err.into_response();
+            assert_eq!(response.status(), 429, "{wait:?}");
+            let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok());
+            assert_eq!(header("x-should-retry"), Some(retry), "{wait:?}");
+            assert_eq!(header("retry-after"), Some(retry_after), "{wait:?}");
+        }
     }
 
     #[test]

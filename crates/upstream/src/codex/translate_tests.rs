@@ -164,7 +164,7 @@ fn failed_responses_are_classified() {
     assert_eq!(failure.kind, FailureKind::Refused);
     assert_eq!(
         failure.client_error().message,
-        "Your request was rejected by the safety system."
+        "Upstream request failed: the content was refused. Your request was rejected by the safety system."
     );
 
     let limited = step(&ev(json!({"type": "response.failed", "response": {

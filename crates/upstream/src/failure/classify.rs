@@ -144,7 +144,15 @@ pub fn classify_error_object(
     } else {
         message
     };
-    let mut passthrough = ApiError::new(kind, clip(shown, MAX_PASSTHROUGH_CHARS));
+    let shown = clip(shown, MAX_PASSTHROUGH_CHARS);
+    // The interface answers a refused content as a failed upstream request (502), with the
+    // upstream's own words and code and no advice to retry.
+    let shown = if refused {
+        format!("Upstream request failed: the content was refused. {shown}")
+    } else {
+        shown
+    };
+    let mut passthrough = ApiError::new(kind, shown);
     passthrough.param = param.map(str::to_owned);
     passthrough.code_override = (!code.is_empty()).then(|| code.to_owned());
     let (failure_kind, what) = if refused {

@@ -206,8 +206,12 @@ fn moderation_block_is_refused_with_the_upstream_message() {
     let failure = classify_json(400, body);
     assert_eq!(failure.kind, FailureKind::Refused);
     let shown = failure.client_error();
-    assert_eq!(shown.status(), 400);
-    assert_eq!(shown.message, message);
+    assert_eq!(shown.status(), 502);
+    assert_eq!(
+        shown.message,
+        format!("Upstream request failed: the content was refused. {message}")
+    );
+    assert_eq!(shown.should_retry(), Some(false));
     assert_eq!(shown.error_type(), "image_generation_user_error");
     assert_eq!(shown.code(), Some("moderation_blocked"));
     assert_eq!(shown.param, None);

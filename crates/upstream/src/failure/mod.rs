@@ -42,7 +42,8 @@ pub enum FailureKind {
     /// fault (see `openai::read_clock`).
     ClientTooSlow,
     /// The content policy refused the request (e.g. `moderation_blocked`). Shown to the client as
-    /// the upstream sent it; not the account's fault.
+    /// 502 `Upstream request failed` with the upstream's message and code, not to be retried; not
+    /// the account's fault.
     Refused,
     /// The upstream refused the request as invalid (other 4xx with an API error). Shown to the
     /// client as the upstream sent it; not the account's fault.

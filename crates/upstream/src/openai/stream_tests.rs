@@ -97,7 +97,7 @@ async fn error_events_end_the_stream_as_failures() {
     assert_eq!(failure.kind, FailureKind::Refused);
     assert_eq!(
         failure.client_error().message,
-        "Your request was rejected by the safety system."
+        "Upstream request failed: the content was refused. Your request was rejected by the safety system."
     );
 
     let responses = "data: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\",\"param\":null,\"sequence_number\":3}\n\n";
