@@ -226,6 +226,53 @@ async function check_invalid_size() {
   throw new Error('an invalid size was accepted');
 }
 
+/** Calls the simulator's admin API. */
+async function sim(method, route, body) {
+  const response = await fetch(`${SIM}${route}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  assert.ok(response.ok, `${method} ${route}: ${response.status}`);
+  return response.json();
+}
+
+const upstreamCalls = async () => (await sim('GET', '/sim/stats')).requests;
+
+async function check_refusal_is_not_retried_by_the_sdk() {
+  // 502 by the interface, but `x-should-retry: false`: the SDK, retrying 5xx by default, must not.
+  const retrying = new OpenAI({ baseURL: BASE, apiKey: KEY, maxRetries: 2, timeout: 120_000 });
+  await sim('POST', '/sim/faults', { fault: 'refusal', times: 1 });
+  const before = await upstreamCalls();
+  try {
+    await retrying.images.generate({ model: 'gpt-image-2', prompt: 'x', size: '1024x1024', quality: 'low' });
+    throw new Error('a refused prompt was retried until it passed');
+  } catch (err) {
+    assert.ok(err instanceof OpenAI.InternalServerError, `not an InternalServerError: ${err}`);
+    assert.equal(err.status, 502);
+    assert.equal(err.code, 'moderation_blocked');
+    assert.ok(err.message.includes('Upstream request failed: the content was refused'), err.message);
+  } finally {
+    await sim('DELETE', '/sim/faults');
+  }
+  assert.equal((await upstreamCalls()) - before, 1, 'the refusal reached the upstream more than once');
+}
+
+async function check_short_usage_limit_is_waited_out_by_the_sdk() {
+  // 429 `usage_limit_reached` with `retry-after: 1` and `x-should-retry: true`: the SDK waits and
+  // its retry gets the image.
+  const retrying = new OpenAI({ baseURL: BASE, apiKey: KEY, maxRetries: 2, timeout: 120_000 });
+  await sim('POST', '/sim/faults', { fault: 'rate_limit', retry_after_seconds: 1, times: 1 });
+  const before = await upstreamCalls();
+  try {
+    const result = await retrying.images.generate({ model: 'gpt-image-2', prompt: 'x', size: '1024x1024', quality: 'low' });
+    assert.ok(result.data[0].b64_json, 'no image');
+  } finally {
+    await sim('DELETE', '/sim/faults');
+  }
+  assert.equal((await upstreamCalls()) - before, 2, 'the limit was not met once and then waited out');
+}
+
 const CHECKS = [
   check_generate,
   check_generate_stream,
@@ -235,6 +282,8 @@ const CHECKS = [
   check_responses,
   check_wrong_key,
   check_invalid_size,
+  check_refusal_is_not_retried_by_the_sdk,
+  check_short_usage_limit_is_waited_out_by_the_sdk,
 ];
 
 let passed = 0;

@@ -1,14 +1,17 @@
 """Conformance of imagegate with the official `openai` Python SDK, unmodified.
 
 Run by tests/tests/python_sdk.rs against a real gateway and simulator:
-IMAGEGATE_BASE_URL (ends with /v1), IMAGEGATE_KEY, IMAGEGATE_FIXTURES (a folder with a.png, b.png, mask.png).
+IMAGEGATE_BASE_URL (ends with /v1), IMAGEGATE_KEY, IMAGEGATE_FIXTURES (a folder with a.png, b.png, mask.png),
+IMAGEGATE_SIM_URL (the simulator, scripted through /sim/faults and counted through /sim/stats).
 Each check raises on failure; the last line counts what passed.
 """
 
 import base64
+import json
 import os
 import struct
 import sys
+import urllib.request
 
 import openai
 from openai import OpenAI
@@ -16,6 +19,7 @@ from openai import OpenAI
 BASE = os.environ["IMAGEGATE_BASE_URL"]
 KEY = os.environ["IMAGEGATE_KEY"]
 FIXTURES = os.environ["IMAGEGATE_FIXTURES"]
+SIM = os.environ["IMAGEGATE_SIM_URL"]
 
 client = OpenAI(base_url=BASE, api_key=KEY, max_retries=0, timeout=120)
 
@@ -109,6 +113,49 @@ def check_invalid_size():
         raise AssertionError("an invalid size was accepted")
 
 
+def sim(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(SIM + path, data=data, method=method, headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+def upstream_calls():
+    return sim("GET", "/sim/stats")["requests"]
+
+
+def check_refusal_is_not_retried_by_the_sdk():
+    # 502 by the interface, but `x-should-retry: false`: the SDK, retrying 5xx by default, must not.
+    retrying = OpenAI(base_url=BASE, api_key=KEY, max_retries=2, timeout=120)
+    sim("POST", "/sim/faults", {"fault": "refusal", "times": 1})
+    before = upstream_calls()
+    try:
+        retrying.images.generate(model="gpt-image-2", prompt="x", size="1024x1024", quality="low")
+    except openai.InternalServerError as err:
+        assert err.status_code == 502 and err.code == "moderation_blocked", err
+        assert "Upstream request failed: the content was refused" in err.message, err.message
+    else:
+        raise AssertionError("a refused prompt was retried until it passed")
+    finally:
+        sim("DELETE", "/sim/faults")
+    assert upstream_calls() - before == 1, "the refusal reached the upstream more than once"
+
+
+def check_short_usage_limit_is_waited_out_by_the_sdk():
+    # 429 `usage_limit_reached` with `retry-after: 1` and `x-should-retry: true`: the SDK waits and
+    # its retry gets the image.
+    retrying = OpenAI(base_url=BASE, api_key=KEY, max_retries=2, timeout=120)
+    sim("POST", "/sim/faults", {"fault": "rate_limit", "retry_after_seconds": 1, "times": 1})
+    before = upstream_calls()
+    try:
+        raw = retrying.images.with_raw_response.generate(model="gpt-image-2", prompt="x", size="1024x1024", quality="low")
+    finally:
+        sim("DELETE", "/sim/faults")
+    assert raw.retries_taken >= 1, "the first answer was no 429"
+    assert raw.parse().data[0].b64_json
+    assert upstream_calls() - before == 2, "the limit was not met once and then waited out"
+
+
 CHECKS = [
     check_generate,
     check_generate_stream,
@@ -117,6 +164,8 @@ CHECKS = [
     check_responses,
     check_wrong_key,
     check_invalid_size,
+    check_refusal_is_not_retried_by_the_sdk,
+    check_short_usage_limit_is_waited_out_by_the_sdk,
 ]
 
 if __name__ == "__main__":
