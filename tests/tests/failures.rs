@@ -63,7 +63,9 @@ async fn a_content_refusal_is_a_502_not_to_retry_and_is_not_retried() {
     assert_eq!(body["error"]["type"], "image_generation_user_error");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(
-        message.starts_with("Upstream request failed: the content was refused. Your request was rejected by the safety system"),
+        message.starts_with(
+            "Upstream request failed: the content was refused. Your request was rejected by the safety system"
+        ),
         "{message}"
     );
     assert_eq!(

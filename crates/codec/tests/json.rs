@@ -144,7 +144,11 @@ fn a_body_of_countless_tiny_values_is_refused_before_it_is_decoded() {
     let err = decode_responses(body(MAX_JSON_ELEMENTS - 2).as_bytes()).unwrap_err();
     assert_eq!(err.status(), 400);
     assert_eq!(err.code(), Some("too_many_elements"));
-    assert!(err.message.contains(&MAX_JSON_ELEMENTS.to_string()), "{}", err.message);
+    assert!(
+        err.message.contains(&MAX_JSON_ELEMENTS.to_string()),
+        "{}",
+        err.message
+    );
 }
 
 #[test]

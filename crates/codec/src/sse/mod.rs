@@ -5,6 +5,7 @@ mod decode;
 mod encode;
 
 pub use decode::{
-    DEFAULT_MAX_EVENT_BYTES, MAX_ID_BYTES, SseDecoder, SseError, SseEvent, SseItem, SseStreamError, decode_stream,
+    DEFAULT_MAX_EVENT_BYTES, MAX_ID_BYTES, SseDecoder, SseError, SseEvent, SseItem, SseStreamError,
+    decode_stream,
 };
 pub use encode::{KEEPALIVE, encode_comment, encode_error, encode_event};

@@ -465,7 +465,10 @@ mod tests {
         assert_eq!(tail.usage.map(|u| u.total_tokens), Some(7));
         // A `null` in place of the details costs only the details.
         let image = tail.tool_usage.unwrap().image_gen.unwrap();
-        assert_eq!((image.input_tokens, image.output_tokens_details.image_tokens), (1, 0));
+        assert_eq!(
+            (image.input_tokens, image.output_tokens_details.image_tokens),
+            (1, 0)
+        );
         let tail: ResponseTail = serde_json::from_str(
             r#"{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7},
                 "tool_usage":{"image_gen":{"input_tokens":"one"}}}"#,
