@@ -235,6 +235,32 @@ async fn n_two_gives_two_images_from_two_calls() {
 }
 
 #[tokio::test]
+async fn images_made_before_a_later_call_fails_are_billed_though_the_request_fails() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    // The first of the two calls makes its image; the second finds the usage window spent.
+    c.s.sim_fault(json!({"fault": "429", "after": 1, "times": 1, "resets_in_seconds": 600}))
+        .await;
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024",
+            "quality": "low", "n": 2}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429, "never silently fewer images");
+    let stats = c.s.sim_stats().await;
+    assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 2);
+    let records = c.s.usage_at_least(1).await;
+    let record = &records[0];
+    assert_eq!(record["status"], 429, "{record}");
+    assert!(record["tokens"]["output"].as_u64().unwrap() > 0, "{record}");
+    let note = record["fallback_note"].as_str().unwrap_or_default();
+    assert!(note.contains("billed 1 image of a failed call"), "{record}");
+}
+
+#[tokio::test]
 async fn a_refused_access_token_is_refreshed_once_and_the_refreshed_one_is_persisted() {
     let credential = json!({"access_token": "at-expired", "refresh_token": SEED_REFRESH_TOKEN,
         "account_id": "acct-r"});

@@ -166,6 +166,10 @@ pub struct FaultRule {
     /// How many matching requests get the fault; absent means every one until `DELETE /sim/faults`.
     #[serde(default)]
     pub times: Option<u32>,
+    /// How many matching requests pass untouched before the fault starts (e.g. the third of the
+    /// three calls a subscription account makes for `n: 3`); none by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u32>,
     /// Only requests to this path (e.g. `/v1/images/edits`); absent means the three image endpoints.
     #[serde(default)]
     pub path: Option<String>,
@@ -318,6 +322,10 @@ impl FaultBook {
             model_matches && key_matches && path_matches && rule.times != Some(0)
         })?;
         let rule = rules.get_mut(position)?;
+        if let Some(after) = rule.after.as_mut().filter(|after| **after > 0) {
+            *after -= 1;
+            return None;
+        }
         let fault = Fault::from_rule(rule, config);
         if let Some(times) = rule.times.as_mut() {
             *times -= 1;

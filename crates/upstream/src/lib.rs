@@ -84,7 +84,9 @@ pub use async_trait::async_trait;
 pub use call::{Endpoint, UploadedImage, UpstreamCall};
 pub use client::{BuildError, CodexAuthConfig, HttpUpstream, UpstreamConfig};
 pub use credential_store::CredentialStore;
-pub use failure::{Failure, FailureKind, classify_error_object, classify_response, classify_transport};
+pub use failure::{
+    Failure, FailureKind, Spent, classify_error_object, classify_response, classify_transport,
+};
 pub use reply::{
     BodyStream, EndSummary, EventStream, ItemStream, JsonStream, Reply, joined_events, whole_events,
 };

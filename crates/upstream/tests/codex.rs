@@ -55,6 +55,48 @@ fn params(draft: ImageParamsDraft) -> ImageParams {
 }
 
 #[tokio::test]
+async fn a_failure_after_some_of_n_images_keeps_what_they_cost() {
+    let server = MockServer::start().await;
+    // Two images are made, then the account reaches its usage limit.
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(
+            json!({"error": {"type": "usage_limit_reached", "message": "The usage limit has been reached", "resets_in_seconds": 600}}),
+        ))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(3),
+        ..prompt_only("a cat")
+    });
+    let failure = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(failure.kind, FailureKind::RateLimited { .. }),
+        "{failure:?}"
+    );
+    let spent = failure.spent.expect("the two finished images are noted");
+    assert_eq!(spent.images, 2);
+    assert_eq!(
+        (
+            spent.usage.input_tokens,
+            spent.usage.output_tokens,
+            spent.usage.total_tokens
+        ),
+        (60, 2000, 2060)
+    );
+}
+
+#[tokio::test]
 async fn n_images_are_n_sequential_calls_summed_into_one_images_response() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))

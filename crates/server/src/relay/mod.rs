@@ -110,6 +110,12 @@ pub async fn relay(
             }
             Err(failure) => {
                 usage.upstream_closed();
+                if let Some(spent) = &failure.spent {
+                    // Images made before the failure are lost with it, but the account spent them.
+                    usage.usage(&spent.usage);
+                    let plural = if spent.images == 1 { "" } else { "s" };
+                    usage.note(format!("billed {} image{plural} of a failed call", spent.images));
+                }
                 // A later try's timeout came from the time earlier tries used up, not from this
                 // account: not held against it (three would open its circuit breaker).
                 let outcome = if later_try && failure.kind == FailureKind::Timeout {

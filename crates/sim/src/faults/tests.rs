@@ -31,6 +31,20 @@ fn script_rules_deserialize_and_reject_unknown_fields() {
 }
 
 #[test]
+fn a_rule_with_after_lets_that_many_requests_through_first() {
+    let config = SimConfig::default();
+    let book = FaultBook::new(1);
+    book.add([rule(r#"{"fault":"429","after":2,"times":1}"#)]);
+    let path = "/v1/responses";
+    assert_eq!(book.choose(None, path, &config), None);
+    assert_eq!(book.choose(None, path, &config), None);
+    let third = book.choose(None, path, &config).unwrap();
+    assert_eq!(third.kind, FaultKind::UsageLimit);
+    assert_eq!(book.choose(None, path, &config), None, "times: 1 is spent");
+    assert!(book.rules().is_empty());
+}
+
+#[test]
 fn scripted_faults_match_token_and_count_down() {
     let config = SimConfig::default();
     let book = FaultBook::new(1);

@@ -288,7 +288,14 @@ impl Run {
         let mut usage = Usage::default();
         let mut first: Option<Resolved> = None;
         while let Some(output) = self.next().await {
-            if let Output::Completed(image, image_usage) = output? {
+            let output = match output {
+                Ok(output) => output,
+                Err(failure) => {
+                    let made = u32::try_from(data.len()).unwrap_or(u32::MAX);
+                    return Err(failure.with_spent(made, usage));
+                }
+            };
+            if let Output::Completed(image, image_usage) = output {
                 usage = usage.saturating_add(image_usage);
                 first.get_or_insert(image.resolved);
                 data.push(ImageData {

@@ -11,7 +11,7 @@ pub use classify::{classify_error_object, classify_response, classify_transport}
 
 use imagegate_codec::ApiError;
 use imagegate_codec::sse::SseEvent;
-use imagegate_domain::ErrorKind;
+use imagegate_domain::{ErrorKind, Usage};
 
 /// The class of a failure: what it says about the account and about the request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -93,6 +93,18 @@ pub struct Failure {
     /// the account's): relayed as it is to a client that already has the headers, so its SDK sees
     /// the ending it expects.
     pub final_event: Option<Box<SseEvent>>,
+    /// What the account already made before it failed (a subscription account makes `n` images
+    /// one call at a time): the images are lost with the failure, not the tokens they cost.
+    pub spent: Option<Box<Spent>>,
+}
+
+/// Images an upstream finished before the call failed, and their usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spent {
+    /// How many images were finished.
+    pub images: u32,
+    /// Their tokens, summed.
+    pub usage: Usage,
 }
 
 impl Failure {
@@ -104,6 +116,7 @@ impl Failure {
             message: message.into(),
             passthrough: None,
             final_event: None,
+            spent: None,
         }
     }
 
@@ -125,6 +138,15 @@ impl Failure {
     #[must_use]
     pub fn with_final_event(mut self, event: SseEvent) -> Self {
         self.final_event = Some(Box::new(event));
+        self
+    }
+
+    /// Notes what the account made before it failed (nothing is noted for no image).
+    #[must_use]
+    pub fn with_spent(mut self, images: u32, usage: Usage) -> Self {
+        if images > 0 {
+            self.spent = Some(Box::new(Spent { images, usage }));
+        }
         self
     }
 
