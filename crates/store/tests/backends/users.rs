@@ -6,7 +6,27 @@ use imagegate_store::{DEFAULT_GROUP, NewUser, StoreError, UserId};
 
 use crate::common::TestDb;
 
-crate::on_every_backend!(migrations_are_idempotent_on_reconnect, users_and_groups);
+crate::on_every_backend!(
+    migrations_are_idempotent_on_reconnect,
+    a_migration_only_a_newer_version_knows_does_not_stop_an_older_one,
+    users_and_groups
+);
+
+/// A rolling upgrade: a new replica has applied its (additive) migration, and an old one restarts
+/// on the same database. It must start, not refuse the migration it does not know.
+async fn a_migration_only_a_newer_version_knows_does_not_stop_an_older_one(db: Arc<TestDb>) {
+    let checksum = match db.kind {
+        crate::common::Kind::Sqlite => "x'00'",
+        crate::common::Kind::Postgres => "'\\x00'::bytea",
+    };
+    db.execute(&[&format!(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (9999, 'added by a newer version', TRUE, {checksum}, 1)"
+    )])
+    .await;
+    let older = db.reconnect(&db.master_key).await;
+    assert!(!older.list_groups().await.unwrap().is_empty());
+}
 
 async fn migrations_are_idempotent_on_reconnect(db: Arc<TestDb>) {
     let alice = db
