@@ -286,6 +286,29 @@ async fn add_disable_test_and_delete_an_account() {
 }
 
 #[tokio::test]
+async fn resetting_ones_own_password_ends_ones_other_sessions_but_not_this_one() {
+    let console = Console::new().await;
+    let root = console.user("root", "root-password", true).await;
+    let here = console.login("root", "root-password").await;
+    let elsewhere = console.login("root", "root-password").await;
+    let reply = console
+        .submit(&here, &format!("/admin/users/{}/password", root.id), &[])
+        .await;
+    let page = console.follow(&reply, &here).await;
+    assert!(page.body.contains("New password for “root”"), "{}", page.body);
+    assert_eq!(
+        console.get("/keys", Some(&elsewhere.cookie)).await.status,
+        StatusCode::SEE_OTHER,
+        "the other session ended"
+    );
+    assert_eq!(
+        console.get("/keys", Some(&here.cookie)).await.status,
+        StatusCode::OK,
+        "this one goes on"
+    );
+}
+
+#[tokio::test]
 async fn groups_can_be_added_once() {
     let console = Console::new().await;
     console.user("root", "root-password", true).await;

@@ -87,6 +87,42 @@ async fn a_new_key_is_shown_once_with_snippets_and_only_its_hash_is_stored() {
 }
 
 #[tokio::test]
+async fn a_new_key_survives_a_page_that_failed_before_showing_it() {
+    use sqlx::Connection as _;
+    let console = Console::new().await;
+    console.user("alice", "alice-password", false).await;
+    let browser = console.login("alice", "alice-password").await;
+    let group = console.store.default_group().await.unwrap();
+    let reply = console
+        .submit(
+            &browser,
+            "/keys",
+            &[("name", "laptop"), ("group", &group.id.to_string())],
+        )
+        .await;
+    // The database fails the page's list of keys once (the table is briefly away).
+    let url = format!("sqlite://{}", console.dir.path().join("imagegate.db").display());
+    let mut raw = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("ALTER TABLE api_keys RENAME TO api_keys_away")
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    let failed = console.follow(&reply, &browser).await;
+    assert!(failed.status.is_server_error(), "{}", failed.status);
+    assert!(full_key(&failed.body).is_none());
+    sqlx::query("ALTER TABLE api_keys_away RENAME TO api_keys")
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    // Trying again shows the key that was created, still only once.
+    let page = console.get("/keys", Some(&browser.cookie)).await;
+    let key = full_key(&page.body).expect("the new key, kept for the next try");
+    assert!(key.starts_with("sk-ig-"));
+    let again = console.get("/keys", Some(&browser.cookie)).await;
+    assert!(full_key(&again.body).is_none(), "shown once");
+}
+
+#[tokio::test]
 async fn disable_enable_and_delete_with_confirmation_invalidate_the_cache() {
     let console = Console::new().await;
     let alice = console.user("alice", "alice-password", false).await;

@@ -57,7 +57,6 @@ pub(crate) struct AdminForm {
 
 /// `GET /admin/users`
 pub(crate) async fn list(State(state): State<ConsoleState>, Admin(mut me): Admin) -> PageResult {
-    let reveal = me.take_reveal(&state).await?;
     let layout = me.layout(&state, "Users", "users").await?;
     let mut keys: HashMap<UserId, usize> = HashMap::new();
     for key in state.store.list_keys(None).await? {
@@ -78,6 +77,8 @@ pub(crate) async fn list(State(state): State<ConsoleState>, Admin(mut me): Admin
             name: u.name,
         })
         .collect();
+    // Taken once everything else is read, as on the keys page.
+    let reveal = me.take_reveal(&state).await?;
     let new_password = match reveal {
         Some(Reveal::Password { user, password }) => Some(NewPassword {
             user,
@@ -205,8 +206,10 @@ pub(crate) async fn reset_password(
         .store
         .set_user_password_hash(user.id, Some(&password_hash))
         .await?;
-    if user.id != me.user.id {
-        state.sessions.remove_user(user.id).await?;
+    state.sessions.remove_user(user.id).await?;
+    if user.id == me.user.id {
+        // One's own reset ends one's other sessions (a stolen one among them) but not this one.
+        state.sessions.put(&me.key, me.session.clone()).await?;
     }
     tracing::info!(admin = %me.user.name, user = %user.name, "console: password reset");
     let flash = Flash::success(format!(

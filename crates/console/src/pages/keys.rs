@@ -99,7 +99,6 @@ pub(crate) async fn list(
     headers: HeaderMap,
     mut me: SignedIn,
 ) -> PageResult {
-    let reveal = me.take_reveal(&state).await?;
     let layout = me.layout(&state, "API keys", "keys").await?;
     let groups = state.store.list_groups().await?;
     let group_names: HashMap<GroupId, String> = groups.iter().map(|g| (g.id, g.name.clone())).collect();
@@ -126,6 +125,9 @@ pub(crate) async fn list(
             name: k.name,
         })
         .collect();
+    // Taken once everything else is read: a page that fails before it is shown keeps the secret
+    // for the next try instead of losing it.
+    let reveal = me.take_reveal(&state).await?;
     let base_url = base_url(&state, &headers);
     let new_key = match reveal {
         Some(Reveal::ApiKey { name, key }) => {
