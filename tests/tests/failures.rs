@@ -280,6 +280,51 @@ async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
 }
 
 #[tokio::test]
+async fn a_stream_its_client_left_keeps_the_keys_slot_until_the_upstream_ends() {
+    // Generations take 8 s, a stream's four events come 2 s apart.
+    let s = setup_custom(&["--latency-ms", "8000"], &[("acct-a", &["--tier", "pro"])], &[]);
+    let one_at_a_time = imagegate_e2e::admin(
+        s.dir.path(),
+        &[
+            "keys",
+            "create",
+            "--user",
+            "alice",
+            "--name",
+            "one",
+            "--max-concurrency",
+            "1",
+        ],
+    )
+    .trim()
+    .to_owned();
+    let generate = |body: Value| {
+        s.client
+            .post(s.gateway.v1("/images/generations"))
+            .bearer_auth(&one_at_a_time)
+            .json(&body)
+    };
+    let response = generate(json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024",
+        "stream": true, "partial_images": 3}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    assert!(!body.next().await.unwrap().unwrap().is_empty());
+    drop(body);
+    // By the second event (4 s) the gateway knows the client left; the upstream goes on to 8 s,
+    // and all that time the account works for this key.
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let meanwhile = generate(small_generation()).send().await.unwrap();
+    assert_eq!(meanwhile.status(), 429, "the key's one slot is still taken");
+    let records = s.usage_at_least(2).await;
+    let left = records.iter().find(|r| r["stream"] == true).unwrap();
+    assert_eq!(left["status"], 499, "{left:?}");
+    assert_eq!(left["images"], 1, "the rest of the stream was read: {left:?}");
+}
+
+#[tokio::test]
 async fn a_client_that_leaves_during_the_upstream_call_is_recorded_with_its_account() {
     let s = setup();
     s.sim_fault(json!({"fault": "stall", "stall_ms": 3000})).await;

@@ -254,7 +254,9 @@ impl Relay {
 
 impl Drop for Relay {
     /// The client left before the end of the stream: the upstream goes on producing, and billing,
-    /// what was asked, so the rest is read for its images and usage, as for a JSON answer.
+    /// what was asked, so the rest is read for its images and usage, as for a JSON answer. The
+    /// account's slot and the key's permit stay taken until then, since the account is still at
+    /// work for this key (else a client could start any number of generations by hanging up).
     fn drop(&mut self) {
         if self.done || self.usage.is_none() {
             return;
@@ -267,7 +269,7 @@ impl Drop for Relay {
             kind: self.kind,
             keepalive: self.keepalive,
             usage: self.usage.take(),
-            held: None,
+            held: self.held.take(),
             last_sequence: self.last_sequence,
             open: self.open.take(),
             done: true,
@@ -276,10 +278,11 @@ impl Drop for Relay {
     }
 }
 
-/// Reads the rest of a stream whose client left, noting its usage; the record keeps the client's
-/// status. The upstream's own deadline bounds the wait, and a shutdown cuts it short.
+/// Reads the rest of a stream whose client left, noting its usage (the record keeps the client's
+/// status) and how the account's call ended. The upstream's own deadline bounds the wait, and a
+/// shutdown cuts it short.
 async fn read_abandoned(mut rest: Relay) {
-    loop {
+    let failure = loop {
         let Some(usage) = rest.usage.as_ref() else {
             return;
         };
@@ -289,11 +292,19 @@ async fn read_abandoned(mut rest: Relay) {
         };
         match next {
             Some(Ok(item)) => rest.note(&item),
-            Some(Err(_)) | None => break,
+            Some(Err(failure)) => break Some(failure),
+            None => break None,
         }
-    }
+    };
     if let Some(usage) = rest.usage.as_mut() {
         usage.upstream_closed();
+    }
+    if let Some(held) = &rest.held {
+        let outcome = match &failure {
+            None => imagegate_dispatch::Outcome::Success,
+            Some(failure) => crate::relay::outcome_of(failure),
+        };
+        held.record(&outcome).await;
     }
 }
 
