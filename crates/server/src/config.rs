@@ -22,7 +22,13 @@ pub enum ConfigError {
     TrustedProxy(String),
     #[error("[console] base_url: {0:?} is not an http:// or https:// URL")]
     BaseUrl(String),
+    #[error("{name} = {value}: at most {MAX_SECS} (one week)")]
+    TooLong { name: &'static str, value: u64 },
 }
+
+/// The longest time any `*_secs` setting may give: one week. Larger values mean nothing useful, and
+/// near `u64::MAX` adding them to the clock overflows.
+pub const MAX_SECS: u64 = 7 * 24 * 60 * 60;
 
 /// The configuration file, every key optional.
 #[derive(Debug, Default, Deserialize)]
@@ -291,6 +297,33 @@ pub struct Config {
     pub console: imagegate_console::ConsoleConfig,
 }
 
+impl FileConfig {
+    /// Refuses a `*_secs` setting longer than [`MAX_SECS`].
+    fn check_durations(&self) -> Result<(), ConfigError> {
+        let settings = [
+            ("[timeouts] standard_secs", self.timeouts.standard_secs),
+            ("[timeouts] large_secs", self.timeouts.large_secs),
+            ("[timeouts] keepalive_secs", self.timeouts.keepalive_secs),
+            (
+                "[timeouts] shutdown_grace_secs",
+                self.timeouts.shutdown_grace_secs,
+            ),
+            ("[timeouts] client_idle_secs", self.timeouts.client_idle_secs),
+            ("[failover] queue_wait_secs", self.failover.queue_wait_secs),
+            (
+                "[failover] first_event_wait_secs",
+                self.failover.first_event_wait_secs,
+            ),
+            ("[dispatch] lease_ttl_secs", self.dispatch.lease_ttl_secs),
+            ("[codex] refresh_skew_secs", self.codex.refresh_skew_secs),
+        ];
+        match settings.into_iter().find(|(_, value)| *value > MAX_SECS) {
+            Some((name, value)) => Err(ConfigError::TooLong { name, value }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
@@ -301,6 +334,7 @@ impl Config {
             Some(path) => read_file(path)?,
             None => FileConfig::default(),
         };
+        file.check_durations()?;
         let data_dir = global
             .data_dir
             .clone()
@@ -508,6 +542,24 @@ mod tests {
         }
         let error = load_text("console-url", "[console]\nbase_url = \"images.example.com\"\n").unwrap_err();
         assert!(matches!(error, ConfigError::BaseUrl(_)), "{error}");
+    }
+
+    #[test]
+    fn a_time_setting_longer_than_a_week_is_refused() {
+        let error = load_text("too-long", "[failover]\nqueue_wait_secs = 9223372036854775807\n").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::TooLong {
+                    name: "[failover] queue_wait_secs",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("at most 604800"), "{error}");
+        let week = format!("[timeouts]\nkeepalive_secs = {MAX_SECS}\n");
+        assert!(load_text("a-week", &week).is_ok());
     }
 
     #[test]
