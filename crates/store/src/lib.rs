@@ -77,8 +77,8 @@ pub use error::{CryptoError, StoreError, StoreResult};
 pub use model::{
     Account, AccountId, AccountKind, AccountStatus, AccountTier, AccountUpdate, ApiKeyRecord, AuthContext,
     Backend, DEFAULT_GROUP, DailyUsage, Group, GroupId, KeyId, KeyLimits, KeyStatus, KeyUpdate, KeyUse,
-    NewAccount, NewApiKey, NewKey, NewUser, StatusFilter, Timestamp, TokenCounts, UnknownVariant, UsageEntry,
-    UsageFilter, UsageId, UsageRecord, User, UserId,
+    NewAccount, NewApiKey, NewKey, NewUser, StatusFilter, Timestamp, TokenCounts, UnknownVariant,
+    UsageCursor, UsageEntry, UsageFilter, UsageId, UsageRecord, User, UserId,
 };
 pub use priority::WriterPriority;
 pub use rekey::{Resealed, reseal_credentials};

@@ -360,4 +360,21 @@ where
         Some(StatusFilter::Failure) => next(qb, "status >= 400"),
         None => {}
     }
+    if let Some(size) = &filter.size {
+        next(qb, "(size_produced = ");
+        qb.push_bind(size.clone());
+        qb.push(" OR size_requested = ");
+        qb.push_bind(size.clone());
+        qb.push(")");
+    }
+    if let Some(cursor) = filter.older_than {
+        let at = cursor.created_at.unix_ms();
+        next(qb, "(created_at < ");
+        qb.push_bind(at);
+        qb.push(" OR (created_at = ");
+        qb.push_bind(at);
+        qb.push(" AND id < ");
+        qb.push_bind(cursor.id.0);
+        qb.push("))");
+    }
 }

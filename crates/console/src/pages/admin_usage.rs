@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::header::{self, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures::stream::{self, StreamExt};
-use imagegate_store::{Timestamp, UsageFilter};
+use imagegate_store::{Timestamp, UsageCursor, UsageFilter};
 
 use crate::csv;
 use crate::error::PageResult;
@@ -16,7 +16,7 @@ use crate::form::HtmlQuery;
 use crate::layout::FlashView;
 use crate::pages::render;
 use crate::pages::usage::{AdminFilters, UsagePage};
-use crate::pages::usage_table::{self, Names, size_matches};
+use crate::pages::usage_table::{self, Names};
 use crate::pages::usage_view::{self, Scope, Selection, UsageQuery};
 use crate::session::Flash;
 use crate::state::ConsoleState;
@@ -86,32 +86,31 @@ pub(crate) async fn page(
     })
 }
 
-/// The next batch of CSV lines of an export, or `None` when done.
+/// The next batch of CSV lines of an export, after the row at `cursor` (from the newest when
+/// `None`), with the place of its last row; `None` when done. Paging by place, not by offset:
+/// records written meanwhile cannot shift a row into two batches or out of all of them.
 async fn next_batch(
     state: &ConsoleState,
     selection: &Selection,
     names: &Names,
-    offset: u32,
-) -> Option<(Result<String, std::io::Error>, u32)> {
+    cursor: Option<UsageCursor>,
+) -> Option<(Result<String, std::io::Error>, Option<UsageCursor>)> {
     let filter = UsageFilter {
-        offset: Some(offset),
+        size: selection.size.clone(),
+        older_than: cursor,
+        offset: None,
         limit: Some(EXPORT_BATCH),
         ..selection.filter.clone()
     };
     match state.store.list_usage(&filter).await {
-        Ok(entries) if entries.is_empty() => None,
         Ok(entries) => {
-            let fetched = u32::try_from(entries.len()).unwrap_or(EXPORT_BATCH);
-            let text: String = entries
-                .iter()
-                .filter(|e| selection.size.as_deref().is_none_or(|size| size_matches(e, size)))
-                .map(|e| csv::row(e, names))
-                .collect();
-            Some((Ok(text), offset.saturating_add(fetched)))
+            let last = entries.last()?.cursor();
+            let text: String = entries.iter().map(|e| csv::row(e, names)).collect();
+            Some((Ok(text), Some(last)))
         }
         Err(err) => {
             tracing::error!(error = %err, "usage export failed");
-            Some((Err(std::io::Error::other("usage export failed")), u32::MAX))
+            Some((Err(std::io::Error::other("usage export failed")), None))
         }
     }
 }
@@ -129,13 +128,14 @@ pub(crate) async fn csv_export(
     let names = Arc::new(all_names(&state).await?);
     let selection = Arc::new(selection);
     let header = stream::once(async { Ok::<String, std::io::Error>(csv::HEADER.to_owned()) });
-    let rows = stream::unfold(Some(0_u32), move |offset| {
+    // `Some(place)`: go on after `place` (`None` within: from the newest); `None`: stop.
+    let rows = stream::unfold(Some(None), move |cursor: Option<Option<UsageCursor>>| {
         let (state, selection, names) = (state.clone(), selection.clone(), names.clone());
         async move {
-            let offset = offset?;
-            let (chunk, next) = next_batch(&state, &selection, &names, offset).await?;
-            // After an error, stop.
-            Some((chunk, (next != u32::MAX).then_some(next)))
+            let cursor = cursor?;
+            let (chunk, last) = next_batch(&state, &selection, &names, cursor).await?;
+            // After an error (no last row), stop.
+            Some((chunk, last.map(Some)))
         }
     });
     let filename = format!(

@@ -37,12 +37,6 @@ impl Names {
     }
 }
 
-/// Whether a record matches a size filter (produced or requested).
-pub(crate) fn size_matches(entry: &UsageEntry, size: &str) -> bool {
-    let r = &entry.record;
-    r.size_produced.as_deref() == Some(size) || r.size_requested.as_deref() == Some(size)
-}
-
 /// One table row.
 #[derive(Debug)]
 pub(crate) struct UsageRow {

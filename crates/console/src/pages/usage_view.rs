@@ -3,15 +3,13 @@
 
 use std::collections::HashMap;
 
-use imagegate_store::{
-    AccountId, DailyUsage, GroupId, KeyId, StatusFilter, Timestamp, UsageEntry, UsageFilter, UserId,
-};
+use imagegate_store::{AccountId, DailyUsage, GroupId, KeyId, StatusFilter, Timestamp, UsageFilter, UserId};
 use serde::{Deserialize, Serialize};
 
 use crate::chart::{Bar, bar_chart};
 use crate::dates;
 use crate::error::PageResult;
-use crate::pages::usage_table::{Names, UsageRow, group_digits, size_matches};
+use crate::pages::usage_table::{Names, UsageRow, group_digits};
 use crate::state::ConsoleState;
 
 /// Rows per page of the table.
@@ -174,32 +172,6 @@ pub(crate) struct UsageData {
     pub older: Option<String>,
 }
 
-/// Per-day totals of records (for selections the store cannot aggregate: by size).
-fn aggregate(entries: &[UsageEntry]) -> Vec<DailyUsage> {
-    let mut days: HashMap<i64, DailyUsage> = HashMap::new();
-    for entry in entries {
-        let r = &entry.record;
-        let day = r.created_at.unix_day();
-        let total = days.entry(day).or_insert_with(|| DailyUsage {
-            date: Timestamp::start_of_unix_day(day).date_string(),
-            day_start: Timestamp::start_of_unix_day(day),
-            requests: 0,
-            failed_requests: 0,
-            images: 0,
-            input_tokens: 0,
-            output_tokens: 0,
-            total_tokens: 0,
-        });
-        total.requests += 1;
-        total.failed_requests += u64::from(r.status >= 400);
-        total.images += u64::from(r.images);
-        total.input_tokens += r.tokens.input;
-        total.output_tokens += r.tokens.output;
-        total.total_tokens += r.tokens.total;
-    }
-    days.into_values().collect()
-}
-
 fn page_link(base: &str, query: &UsageQuery, page: u32) -> String {
     let mut query = query.clone();
     query.f = "1".to_owned();
@@ -222,40 +194,21 @@ pub(crate) async fn load(
     base: &str,
 ) -> PageResult<UsageData> {
     let offset = sel.page.saturating_mul(PAGE_ROWS);
-    let (mut entries, daily) = match &sel.size {
-        None => {
-            let page = UsageFilter {
-                offset: Some(offset),
-                limit: Some(PAGE_ROWS + 1),
-                ..sel.filter.clone()
-            };
-            let days = UsageFilter {
-                limit: Some(UsageFilter::MAX_LIMIT),
-                ..sel.filter.clone()
-            };
-            (
-                state.store.list_usage(&page).await?,
-                state.store.daily_usage(&days).await?,
-            )
-        }
-        Some(size) => {
-            let all = UsageFilter {
-                limit: Some(UsageFilter::MAX_LIMIT),
-                ..sel.filter.clone()
-            };
-            let matching: Vec<UsageEntry> = state
-                .store
-                .list_usage(&all)
-                .await?
-                .into_iter()
-                .filter(|e| size_matches(e, size))
-                .collect();
-            let daily = aggregate(&matching);
-            let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-            let take = usize::try_from(PAGE_ROWS + 1).unwrap_or(usize::MAX);
-            (matching.into_iter().skip(skip).take(take).collect(), daily)
-        }
+    let filter = UsageFilter {
+        size: sel.size.clone(),
+        ..sel.filter.clone()
     };
+    let page = UsageFilter {
+        offset: Some(offset),
+        limit: Some(PAGE_ROWS + 1),
+        ..filter.clone()
+    };
+    let days = UsageFilter {
+        limit: Some(UsageFilter::MAX_LIMIT),
+        ..filter
+    };
+    let mut entries = state.store.list_usage(&page).await?;
+    let daily = state.store.daily_usage(&days).await?;
     let page_rows = usize::try_from(PAGE_ROWS).unwrap_or(usize::MAX);
     let has_older = entries.len() > page_rows;
     entries.truncate(page_rows);

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use account::{Account, AccountKind, AccountStatus, AccountTier, AccountUpdate, NewAccount};
 pub use key::{ApiKeyRecord, AuthContext, KeyLimits, KeyStatus, KeyUpdate, KeyUse, NewApiKey, NewKey};
 pub use time::Timestamp;
-pub use usage::{DailyUsage, StatusFilter, TokenCounts, UsageEntry, UsageFilter, UsageRecord};
+pub use usage::{DailyUsage, StatusFilter, TokenCounts, UsageCursor, UsageEntry, UsageFilter, UsageRecord};
 
 /// Defines an `i64` id newtype with serde, `Display` and `FromStr`.
 macro_rules! id_type {

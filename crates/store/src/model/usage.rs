@@ -146,6 +146,11 @@ pub struct UsageFilter {
     pub until: Option<Timestamp>,
     /// Status class.
     pub status: Option<StatusFilter>,
+    /// Size, produced or asked for (e.g. `3840x2160`).
+    pub size: Option<String>,
+    /// Only rows after this one in the newest-first order of [`Store::list_usage`](crate::Store::list_usage):
+    /// pages that rows written meanwhile cannot shift (an export's next batch).
+    pub older_than: Option<UsageCursor>,
     /// Rows to skip (paging through [`Store::list_usage`](crate::Store::list_usage); ignored by
     /// [`Store::daily_usage`](crate::Store::daily_usage)).
     pub offset: Option<u32>,
@@ -162,6 +167,25 @@ impl UsageFilter {
     /// The row limit to apply.
     pub fn effective_limit(&self) -> u32 {
         self.limit.unwrap_or(Self::DEFAULT_LIMIT).min(Self::MAX_LIMIT)
+    }
+}
+
+/// A row's place in the newest-first order of usage records: its time, then its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageCursor {
+    /// The row's `created_at`.
+    pub created_at: Timestamp,
+    /// The row's id.
+    pub id: UsageId,
+}
+
+impl UsageEntry {
+    /// This row's place, to ask for the rows after it.
+    pub fn cursor(&self) -> UsageCursor {
+        UsageCursor {
+            created_at: self.record.created_at,
+            id: self.id,
+        }
     }
 }
 

@@ -13,6 +13,8 @@ use crate::common::{Kind, TestDb};
 crate::on_every_backend!(
     usage_batches_and_filters,
     usage_daily_totals,
+    usage_by_size_in_the_database,
+    usage_pages_by_place_are_not_shifted_by_late_records,
     usage_large_batches,
     usage_writer_flushes_on_shutdown,
     usage_text_the_database_refuses_and_absurd_counts_are_stored,
@@ -344,6 +346,56 @@ async fn usage_daily_totals(db: Arc<TestDb>) {
         .unwrap();
     assert_eq!(newest_day.len(), 1);
     assert_eq!(newest_day[0].date, "2025-01-01");
+}
+
+async fn usage_by_size_in_the_database(db: Arc<TestDb>) {
+    db.store.insert_usage_batch(&records()).await.unwrap();
+    let by_size = |size: &str| UsageFilter {
+        size: Some(size.to_owned()),
+        ..UsageFilter::default()
+    };
+    // Produced or asked for.
+    assert_eq!(ids(&db, by_size("1536x1024")).await, ["req-3"]);
+    assert_eq!(ids(&db, by_size("auto")).await, ["req-3"]);
+    assert!(ids(&db, by_size("3840x2160")).await.is_empty());
+    // The totals follow the same selection, whatever the number of rows.
+    let days = db.store.daily_usage(&by_size("1536x1024")).await.unwrap();
+    assert_eq!(days.len(), 1);
+    assert_eq!((days[0].requests, days[0].total_tokens), (1, 55));
+}
+
+async fn usage_pages_by_place_are_not_shifted_by_late_records(db: Arc<TestDb>) {
+    let at = |i: i64| Timestamp::from_unix_ms(DAY_ONE + i * HOUR);
+    let batch: Vec<UsageRecord> = (0..5)
+        .map(|i| {
+            let mut record = UsageRecord::new(format!("req-{i}"), "/v1/images/generations", "gpt-image-2");
+            // Two records share each hour but the last: ties are broken by id.
+            record.created_at = at(i / 2);
+            record
+        })
+        .collect();
+    db.store.insert_usage_batch(&batch).await.unwrap();
+    let page = |older_than| UsageFilter {
+        older_than,
+        limit: Some(2),
+        ..UsageFilter::default()
+    };
+    let first = db.store.list_usage(&page(None)).await.unwrap();
+    let first_ids: Vec<&str> = first.iter().map(|e| e.record.request_id.as_str()).collect();
+    assert_eq!(first_ids, ["req-4", "req-3"]);
+    // A record written now that started earlier (a long request, a replayed spool) lands
+    // among the rows already read: it must not push one of them into the next page.
+    let mut late = UsageRecord::new("req-late", "/v1/images/generations", "gpt-image-2");
+    late.created_at = at(2);
+    db.store.insert_usage_batch(&[late]).await.unwrap();
+    let mut seen: Vec<String> = first_ids.iter().map(|id| (*id).to_owned()).collect();
+    let mut cursor = first.last().map(|e| e.cursor());
+    while let Some(place) = cursor {
+        let next = db.store.list_usage(&page(Some(place))).await.unwrap();
+        seen.extend(next.iter().map(|e| e.record.request_id.clone()));
+        cursor = next.last().map(|e| e.cursor());
+    }
+    assert_eq!(seen, ["req-4", "req-3", "req-2", "req-1", "req-0"]);
 }
 
 async fn usage_large_batches(db: Arc<TestDb>) {
