@@ -116,6 +116,37 @@ async fn a_passing_upstream_rate_limit_is_answered_as_one_to_retry() {
 }
 
 #[tokio::test]
+async fn a_usage_limit_answer_names_the_first_reset_of_every_account_tried() {
+    // acct-a (higher priority, tried first) frees in 30 s; acct-b, tried last, in 5 hours.
+    let s = setup_custom(
+        &[],
+        &[
+            ("acct-a", &["--tier", "pro", "--priority", "10"]),
+            ("acct-b", &["--tier", "pro"]),
+        ],
+        &[],
+    );
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "usage_limit", "resets_in_seconds": 30}))
+        .await;
+    s.sim_fault(json!({"key": credential("acct-b"), "fault": "usage_limit", "resets_in_seconds": 18000}))
+        .await;
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    assert_eq!(s.sim_stats().await["requests"], 2, "both accounts were tried");
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((25..=30).contains(&retry_after), "retry-after {retry_after}");
+    assert_eq!(response.headers()["x-should-retry"], "true");
+}
+
+#[tokio::test]
 async fn a_single_exhausted_account_answers_429_with_retry_after() {
     let s = setup();
     s.sim_fault(json!({"key": credential("acct-a"), "fault": "usage_limit", "resets_in_seconds": 120}))

@@ -64,6 +64,9 @@ pub async fn relay(
     let mut switches = 0u32;
     let mut transient_retries = 0u32;
     let mut last: Option<Failure> = None;
+    // The earliest reset of the accounts this request found limited: the client may come back
+    // then, whichever account limited it last.
+    let mut earliest_reset: Option<u64> = None;
     let mut first_event = FirstEventWait::new(app.config.first_event_wait());
     loop {
         let dispatch = DispatchRequest {
@@ -74,7 +77,7 @@ pub async fn relay(
         };
         let lease = match app.dispatcher.acquire(&dispatch).await {
             Ok(lease) => lease,
-            Err(err) => return Err(noted(pool_failure(err, last), usage)),
+            Err(err) => return Err(noted(pool_failure(err, last, earliest_reset), usage)),
         };
         let account = lease.account().clone();
         let Some(target) = app.accounts.target(&account) else {
@@ -110,6 +113,9 @@ pub async fn relay(
             }
             Err(failure) => {
                 usage.upstream_closed();
+                if let Some(at) = failure.reset_at_unix_ms() {
+                    earliest_reset = Some(earliest_reset.map_or(at, |earliest| earliest.min(at)));
+                }
                 if let Some(spent) = &failure.spent {
                     // Images made before the failure are lost with it, but the account spent them.
                     usage.usage(&spent.usage);
@@ -143,7 +149,7 @@ pub async fn relay(
                     || (transient && transient_retries >= failover.transient_retries)
                     || deadline.passed()
                 {
-                    return Err(noted(failure_error(&failure), usage));
+                    return Err(noted(final_error(&failure, earliest_reset), usage));
                 }
                 switches += 1;
                 usage.failed_over();
@@ -238,16 +244,25 @@ fn noted(error: HttpError, usage: &mut UsageRecorder) -> HttpError {
 
 /// What the client sees for an upstream failure that ends the request.
 pub fn failure_error(failure: &Failure) -> HttpError {
+    final_error(failure, failure.reset_at_unix_ms())
+}
+
+/// [`failure_error`] for a request whose tried accounts free again at `earliest_reset` at the
+/// earliest (unix ms): a usage limit says to come back then.
+fn final_error(failure: &Failure, earliest_reset: Option<u64>) -> HttpError {
     match &failure.kind {
-        FailureKind::RateLimited { reset_at_unix_ms, .. } => {
-            let wait = reset_at_unix_ms.map(|at| {
-                let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
-                Duration::from_millis(at.saturating_sub(now))
-            });
-            limited(wait, "The upstream account reached its usage limit.")
-        }
+        FailureKind::RateLimited { .. } => limited(
+            earliest_reset.map(wait_until),
+            "The upstream account reached its usage limit.",
+        ),
         _ => HttpError::new(failure.client_error()),
     }
+}
+
+/// The time from now until `at` (unix ms), zero once it passed.
+fn wait_until(at: u64) -> Duration {
+    let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
+    Duration::from_millis(at.saturating_sub(now))
 }
 
 /// How long clients are told to wait when no account of the group is usable (all disabled or
@@ -255,12 +270,16 @@ pub fn failure_error(failure: &Failure) -> HttpError {
 /// to fit in the SDKs' retries.
 const NO_ACCOUNT_RETRY_AFTER: Duration = Duration::from_secs(5);
 
-fn pool_failure(err: PoolError, last: Option<Failure>) -> HttpError {
+fn pool_failure(err: PoolError, last: Option<Failure>, earliest_reset: Option<u64>) -> HttpError {
     match err {
-        PoolError::AllCoolingDown { retry_after, .. } => limited(
-            Some(retry_after),
-            "Every upstream account of this key's group reached its usage limit.",
-        ),
+        PoolError::AllCoolingDown { retry_after, .. } => {
+            // The pool's wait leaves out the accounts this request already tried.
+            let wait = earliest_reset.map_or(retry_after, |at| retry_after.min(wait_until(at)));
+            limited(
+                Some(wait),
+                "Every upstream account of this key's group reached its usage limit.",
+            )
+        }
         PoolError::AllBusy { retry_after } | PoolError::WaitQueueFull { retry_after } => {
             HttpError::new(ApiError::new(
                 ErrorKind::KeyRateLimited,
@@ -269,7 +288,7 @@ fn pool_failure(err: PoolError, last: Option<Failure>) -> HttpError {
             .with_retry_after(Some(retry_after))
         }
         PoolError::NoAccounts { .. } => match last {
-            Some(failure) => failure_error(&failure),
+            Some(failure) => final_error(&failure, earliest_reset),
             None => HttpError::new(ApiError::new(
                 ErrorKind::Overloaded,
                 "No upstream account can serve this key's group right now.",
@@ -310,7 +329,7 @@ mod tests {
         let err = PoolError::NoAccounts {
             group: GroupId::new("default"),
         };
-        let response = pool_failure(err, None).into_response();
+        let response = pool_failure(err, None, None).into_response();
         assert_eq!(response.status(), 503);
         let headers = response.headers();
         assert_eq!(
@@ -340,6 +359,51 @@ mod tests {
             assert_eq!(header("x-should-retry"), Some(retry), "{wait:?}");
             assert_eq!(header("retry-after"), Some(retry_after), "{wait:?}");
         }
+    }
+
+    #[test]
+    fn a_usage_limit_says_to_come_back_when_the_first_tried_account_frees() {
+        use axum::response::IntoResponse;
+        let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
+        let soon = now + 30_000;
+        let five_hours = Duration::from_secs(5 * 3600);
+        let limited_long = Failure::new(
+            FailureKind::RateLimited {
+                reset_at_unix_ms: Some(now + 5 * 3_600_000),
+                images_only: false,
+            },
+            "limited",
+        );
+        let header = |err: HttpError, name: &str| {
+            let response = err.into_response();
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        // Another account tried first frees in 30 s: that is the answer, one to retry.
+        for err in [
+            final_error(&limited_long, Some(soon)),
+            pool_failure(
+                PoolError::AllCoolingDown {
+                    earliest_reset: imagegate_dispatch::UnixMillis(now + 5 * 3_600_000),
+                    retry_after: five_hours,
+                },
+                None,
+                Some(soon),
+            ),
+        ] {
+            let wait: u64 = header(err, "retry-after").unwrap().parse().unwrap();
+            assert!((29..=30).contains(&wait), "{wait}");
+        }
+        assert_eq!(
+            header(final_error(&limited_long, Some(soon)), "x-should-retry").as_deref(),
+            Some("true")
+        );
+        // Alone, the long limit says to wait hours and not to retry.
+        let alone = failure_error(&limited_long);
+        assert_eq!(header(alone, "x-should-retry").as_deref(), Some("false"));
     }
 
     #[test]
