@@ -85,6 +85,12 @@ fn bad_reply() -> KeyLimitError {
     KeyLimitError::Backend("redis: unexpected reply to a key admission".to_owned())
 }
 
+/// A permit's token: random, below 2^53 so that it stays exact wherever a script reads it as a
+/// number; among the few permits of one key in flight, two alike are as good as impossible.
+fn new_token() -> u64 {
+    fastrand::u64(1..1 << 53)
+}
+
 /// A limit as a script argument: -1 for none.
 fn limit_arg(limit: Option<u32>) -> i64 {
     limit.map_or(-1, i64::from)
@@ -106,21 +112,32 @@ impl KeyLimiter for RedisKeyLimiter {
             releases: Arc::clone(&self.releases),
             permits: self.keys.key_permits(key),
             starts: self.keys.key_starts(key),
-            seq: self.keys.key_seq(),
+            token: new_token(),
             limits,
             now,
             permit_ttl: self.permit_ttl,
             concurrency_retry_after: self.concurrency_retry_after,
         };
+        let (set, token) = (call.permits.clone(), call.token);
         let releases = Arc::clone(&self.releases);
-        let set = call.permits.clone();
-        let give_back = move |unclaimed: KeyAdmission| {
-            if let Some(member) = unclaimed.token {
-                releases.push(Release { set, member });
+        let give_back = {
+            let (releases, set) = (Arc::clone(&releases), set.clone());
+            move |unclaimed: KeyAdmission| {
+                if let Some(member) = unclaimed.token {
+                    releases.push(Release { set, member });
+                }
             }
         };
         let lost = || KeyLimitError::Backend("redis: the key admission task failed".to_owned());
-        run_to_the_end(call.run(), give_back, lost).await
+        let admitted = run_to_the_end(call.run(), give_back, lost).await;
+        if let Err(KeyLimitError::Backend(_)) = &admitted
+            && limits.max_concurrency.is_some()
+        {
+            // The script may have run with its reply lost (a timeout): give back the permit it
+            // may have taken. Removing a permit that was never added does nothing.
+            releases.push(Release { set, member: token });
+        }
+        admitted
     }
 
     fn release_detached(&self, key: &str, token: u64) {
@@ -137,7 +154,7 @@ struct Admission {
     releases: Arc<ReleaseQueue>,
     permits: String,
     starts: String,
-    seq: String,
+    token: u64,
     limits: KeyLimits,
     now: UnixMillis,
     permit_ttl: Duration,
@@ -152,12 +169,12 @@ impl Admission {
         invocation
             .key(&self.permits)
             .key(&self.starts)
-            .key(&self.seq)
             .arg(now.0)
             .arg(limit_arg(limits.max_concurrency))
             .arg(limit_arg(limits.requests_per_minute))
             .arg(now.plus(self.permit_ttl).0)
-            .arg(u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX));
+            .arg(u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX))
+            .arg(self.token);
         push_args(&mut invocation, releases.releases());
         let reply: Value = invocation
             .invoke_async(&mut self.connection)
@@ -166,12 +183,9 @@ impl Admission {
         releases.sent();
         let (tag, rest) = tagged(reply).ok_or_else(bad_reply)?;
         match (tag.as_str(), rest.as_slice(), limits) {
-            ("ok", [token], _) => {
-                let token = number(token).ok_or_else(bad_reply)?;
-                Ok(KeyAdmission {
-                    token: limits.max_concurrency.map(|_| token),
-                })
-            }
+            ("ok", [_], _) => Ok(KeyAdmission {
+                token: limits.max_concurrency.map(|_| self.token),
+            }),
             (
                 "concurrency",
                 [],

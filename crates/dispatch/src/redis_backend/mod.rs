@@ -9,8 +9,7 @@
 //! | `acct:{id}:health` | hash | `h` the [`crate::AccountHealth`] as JSON, `v` its version, and what selection reads: `ok` (status usable), `ca`/`ci` (end of the cooldown for every request / image requests) |
 //! | `accounts` | set | accounts that ever held a lease or recorded an outcome (what snapshots list) |
 //! | `lease-seq` | string | lease id counter |
-//! | `key:{key}:inflight`, `key:{key}:starts` | sorted sets | per-key permits (scored by expiry) and recent request starts |
-//! | `key-seq` | string | permit token counter |
+//! | `key:{key}:inflight`, `key:{key}:starts` | sorted sets | per-key permits (scored by expiry) and recent request starts, each a random token the admitting replica chose |
 //!
 //! # Atomicity and round trips
 //! Selection and slot acquisition are one Lua script (`EVALSHA`; on `NOSCRIPT` the script is
@@ -198,10 +197,6 @@ impl Keys {
 
     pub(crate) fn key_starts(&self, key: &str) -> String {
         format!("{}key:{key}:starts", self.prefix)
-    }
-
-    pub(crate) fn key_seq(&self) -> String {
-        format!("{}key-seq", self.prefix)
     }
 }
 

@@ -1,7 +1,9 @@
 -- Admits one request of an API key under its concurrency and requests-per-minute limits.
--- KEYS: permits in flight (scored by expiry), recent starts (scored by start), token counter.
+-- KEYS: permits in flight (scored by expiry), recent starts (scored by start).
 -- ARGV: now, concurrency limit (-1: none), requests per minute (-1: none), permit expiry,
---       window in ms, release count, then (sorted set, member) per release.
+--       window in ms, the permit's token (chosen by the caller, so that it can give the permit
+--       back even when the reply never reaches it), release count, then (sorted set, member) per
+--       release.
 -- Reply: {'ok', token} | {'concurrency'} | {'rate', start of the oldest request in the window}.
 -- A refused request counts against nothing. Idle keys expire (Redis time, garbage collection
 -- only: decisions use the caller's now).
@@ -11,9 +13,10 @@ local concurrency = tonumber(ARGV[2])
 local rate = tonumber(ARGV[3])
 local expires = ARGV[4]
 local window = tonumber(ARGV[5])
-local releases = tonumber(ARGV[6])
+local token = ARGV[6]
+local releases = tonumber(ARGV[7])
 for r = 0, releases - 1 do
-  redis.call('ZREM', ARGV[7 + 2 * r], ARGV[8 + 2 * r])
+  redis.call('ZREM', ARGV[8 + 2 * r], ARGV[9 + 2 * r])
 end
 if concurrency >= 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_text)
@@ -28,7 +31,6 @@ if rate >= 0 then
     return {'rate', oldest[2] or now_text}
   end
 end
-local token = redis.call('INCR', KEYS[3])
 local grace = 60000
 if rate >= 0 then
   redis.call('ZADD', KEYS[2], now_text, token)
