@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use base64::Engine;
 use common::Setup;
+use futures::StreamExt as _;
 use imagegate_e2e::{Gateway, Sim, admin, admin_with_stdin, parse_sse, png_rgb, solid_mask};
 use serde_json::{Value, json};
 
@@ -39,8 +40,15 @@ fn fresh_credential(access_token: &str) -> Value {
 /// A simulator that accepts [`SEED_REFRESH_TOKEN`], one codex account with `credential` and the
 /// main models `gpt-5.5,gpt-5`, and a gateway whose token URL is the simulator's.
 fn codex_setup(credential: &Value) -> Codex {
+    codex_setup_with(credential, &[])
+}
+
+/// [`codex_setup`] with a simulator started with `sim_args` too.
+fn codex_setup_with(credential: &Value, sim_args: &[&str]) -> Codex {
     let dir = tempfile::tempdir().unwrap();
-    let sim = Sim::spawn(&["--refresh-token", SEED_REFRESH_TOKEN]);
+    let mut args = vec!["--refresh-token", SEED_REFRESH_TOKEN];
+    args.extend_from_slice(sim_args);
+    let sim = Sim::spawn(&args);
     admin(dir.path(), &["users", "add", "alice"]);
     let base = sim.base_url();
     admin_with_stdin(
@@ -258,6 +266,32 @@ async fn images_made_before_a_later_call_fails_are_billed_though_the_request_fai
     assert!(record["tokens"]["output"].as_u64().unwrap() > 0, "{record}");
     let note = record["fallback_note"].as_str().unwrap_or_default();
     assert!(note.contains("billed 1 image of a failed call"), "{record}");
+}
+
+#[tokio::test]
+async fn a_stream_its_client_left_starts_no_further_call() {
+    // Each call takes 3 s, its events spread over it.
+    let c = codex_setup_with(&fresh_credential("at-sub"), &["--latency-ms", "3000"]);
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "three foxes", "size": "1024x1024",
+            "quality": "low", "n": 3, "stream": true, "partial_images": 1}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    assert!(!body.next().await.unwrap().unwrap().is_empty());
+    drop(body);
+    let records = c.s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
+    // The call under way ran to its end and was billed; the two others were never made.
+    assert_eq!(records[0]["images"], 1, "{:?}", records[0]);
+    tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
+    let stats = c.s.sim_stats().await;
+    assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 1);
 }
 
 #[tokio::test]

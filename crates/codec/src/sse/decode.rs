@@ -55,6 +55,10 @@ pub enum SseError {
     TypeChangedInOpenEvent,
 }
 
+/// Longest `id:` value kept. The id is copied into every later event, so a longer one (no real
+/// stream sends one) is ignored like an id with a NUL, rather than multiplied.
+pub const MAX_ID_BYTES: usize = 1024;
+
 /// Decoder state: feed chunks with [`SseDecoder::push`], take events with [`SseDecoder::pop`].
 ///
 /// Lines may end in CR, LF or CRLF, and a chunk may end anywhere, including between CR and LF.
@@ -64,10 +68,6 @@ pub enum SseError {
 /// A `data:` line spanning chunks (an image's base64) is copied once: as soon as its field name is
 /// in, the rest of its value goes straight to the event's data, and the event's text is checked
 /// once when it is dispatched.
-/// Longest `id:` value kept. The id is copied into every later event, so a longer one (no real
-/// stream sends one) is ignored like an id with a NUL, rather than multiplied.
-pub const MAX_ID_BYTES: usize = 1024;
-
 #[derive(Debug)]
 pub struct SseDecoder {
     /// The start of a line whose end has not arrived (unless it is a `data` line, see `in_data_line`).

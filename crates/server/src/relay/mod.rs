@@ -215,9 +215,14 @@ fn jitter(attempt: u32) -> Duration {
 /// are an exhausted usage window the client should not wait on.
 const SHORT_LIMIT: Duration = Duration::from_secs(60);
 
+/// The shortest wait a usage limit is answered with (the dispatcher's default shortest cooldown).
+const MIN_LIMIT_WAIT: Duration = Duration::from_secs(1);
+
 /// The answer when the accounts are limited for `wait` (`None`: not known): the interface's 429
 /// `usage_limit_reached` with the wait in `retry-after`, to be retried by the SDKs when it is short.
 fn limited(wait: Option<Duration>, usage_limit_message: &str) -> HttpError {
+    // No sooner than the dispatcher's shortest cooldown: a client back earlier finds it cooling.
+    let wait = wait.map(|wait| wait.max(MIN_LIMIT_WAIT));
     let passing = wait.is_some_and(|wait| wait <= SHORT_LIMIT);
     let message = match wait {
         Some(wait) if passing => {
@@ -347,6 +352,7 @@ mod tests {
         use axum::response::IntoResponse;
         for (wait, retry, retry_after) in [
             (Some(Duration::from_secs(20)), "true", "20"),
+            (Some(Duration::from_millis(200)), "true", "1"),
             (Some(SHORT_LIMIT), "true", "60"),
             (Some(SHORT_LIMIT + Duration::from_secs(1)), "false", "61"),
             (None, "false", "1"),

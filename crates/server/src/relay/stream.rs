@@ -37,6 +37,8 @@ struct Relay {
     last_sequence: Option<u64>,
     /// An event is being relayed in pieces; for a completed image, the scan of its data.
     open: Option<Option<ImagesResponseScanner>>,
+    /// An Images stream's call is at work on an image (none completed since its last partial).
+    image_under_way: bool,
     done: bool,
 }
 
@@ -56,6 +58,7 @@ pub fn relay_events(
         held: Some(held),
         last_sequence: None,
         open: None,
+        image_under_way: true,
         done: false,
     };
     futures::stream::unfold(relay, |mut relay| async move {
@@ -89,13 +92,16 @@ pub fn relay_events(
                 Some((frame, relay))
             }
             None => {
+                // Settled before the await below: a body dropped during it has nothing to drain.
+                relay.done = true;
                 if let Some(usage) = relay.usage.as_mut() {
                     usage.upstream_closed();
                 }
-                if let Some(held) = &relay.held {
+                let held = relay.held.take();
+                relay.finish(None);
+                if let Some(held) = held {
                     held.record(&imagegate_dispatch::Outcome::Success).await;
                 }
-                relay.finish(None);
                 None
             }
         }
@@ -125,7 +131,7 @@ impl Relay {
 
     /// The frame of `item`, noting what it tells of the usage.
     fn frame_item(&mut self, item: SseItem) -> Bytes {
-        self.note(&item);
+        let _completed_an_image = self.note(&item);
         match item {
             SseItem::Event(event) => frame(&event),
             SseItem::Opened { event, .. } => {
@@ -140,24 +146,36 @@ impl Relay {
         }
     }
 
-    /// Notes what `item` tells of the usage.
-    fn note(&mut self, item: &SseItem) {
+    /// Notes what `item` tells of the usage; true when it ended a completed image of an Images
+    /// stream.
+    fn note(&mut self, item: &SseItem) -> bool {
         match item {
-            SseItem::Event(event) => self.observe(event),
+            SseItem::Event(event) => {
+                self.observe(event);
+                let completed = self.kind == StreamKind::Images && names_a_completed_image(event);
+                self.image_under_way = !completed;
+                completed
+            }
             SseItem::Opened { event, .. } => {
                 let completed = self.kind == StreamKind::Images && event.ends_with(".completed");
                 self.open = Some(completed.then(ImagesResponseScanner::new));
+                self.image_under_way = true;
+                false
             }
             SseItem::Data(piece) => {
                 if let Some(Some(scanner)) = self.open.as_mut() {
                     scanner.push(piece);
                 }
+                false
             }
             SseItem::Closed => {
+                let Some(Some(scanner)) = self.open.take() else {
+                    return false;
+                };
+                self.image_under_way = false;
                 // As for a whole event, whose data must parse: a cut or malformed image records
                 // nothing.
-                if let Some(Some(scanner)) = self.open.take()
-                    && scanner.is_complete()
+                if scanner.is_complete()
                     && let Some(usage) = self.usage.as_mut()
                 {
                     let summary = scanner.into_summary();
@@ -169,6 +187,7 @@ impl Relay {
                         summary.usage.as_ref(),
                     );
                 }
+                true
             }
         }
     }
@@ -253,25 +272,31 @@ impl Relay {
 }
 
 impl Drop for Relay {
-    /// The client left before the end of the stream: the upstream goes on producing, and billing,
-    /// what was asked, so the rest is read for its images and usage, as for a JSON answer. The
-    /// account's slot and the key's permit stay taken until then, since the account is still at
-    /// work for this key (else a client could start any number of generations by hanging up).
+    /// The client left before the end of the stream: the upstream goes on with the call under
+    /// way, and bills it, so the rest of that call is read for its image and usage, as for a JSON
+    /// answer. The account's slot and the key's permit stay taken until then, since the account is
+    /// still at work for this key (else a client could start any number of generations by hanging
+    /// up).
     fn drop(&mut self) {
-        if self.done || self.usage.is_none() {
+        // Between two images of an Images stream, the calls under way are over: nothing to read.
+        let between_images = self.kind == StreamKind::Images && !self.image_under_way;
+        if self.done || self.usage.is_none() || between_images {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let rest = Relay {
-            events: std::mem::replace(&mut self.events, futures::stream::empty().boxed()),
+            events: std::mem::replace(&mut self.events, futures::stream::empty().boxed())
+                .fuse()
+                .boxed(),
             kind: self.kind,
             keepalive: self.keepalive,
             usage: self.usage.take(),
             held: self.held.take(),
             last_sequence: self.last_sequence,
             open: self.open.take(),
+            image_under_way: true,
             done: true,
         };
         runtime.spawn(read_abandoned(rest));
@@ -279,8 +304,9 @@ impl Drop for Relay {
 }
 
 /// Reads the rest of a stream whose client left, noting its usage (the record keeps the client's
-/// status) and how the account's call ended. The upstream's own deadline bounds the wait, and a
-/// shutdown cuts it short.
+/// status) and how the account's call ended. An Images stream is read up to its next completed
+/// image: a subscription account makes `n` images one call at a time, and no call is started for
+/// a client that left. The upstream's own deadline bounds the wait, and a shutdown cuts it short.
 async fn read_abandoned(mut rest: Relay) {
     let failure = loop {
         let Some(usage) = rest.usage.as_ref() else {
@@ -291,8 +317,17 @@ async fn read_abandoned(mut rest: Relay) {
             () = usage.until_abandoned() => return,
         };
         match next {
-            Some(Ok(item)) => rest.note(&item),
+            Some(Ok(item)) => {
+                if rest.note(&item) {
+                    break None;
+                }
+            }
             Some(Err(failure)) => break Some(failure),
+            None if rest.open.is_some() => {
+                break Some(Failure::transient(
+                    "the upstream stream ended in the middle of an event",
+                ));
+            }
             None => break None,
         }
     };
@@ -528,6 +563,7 @@ mod tests {
             held: None,
             last_sequence: Some(4),
             open: None,
+            image_under_way: true,
             done: false,
         }
     }
