@@ -210,8 +210,9 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     async fn get(&self, key: &SessionKey) -> Result<Option<Session>, SessionError>;
     /// Ends one session.
     async fn remove(&self, key: &SessionKey) -> Result<(), SessionError>;
-    /// Ends every session of a user (after a password reset).
-    async fn remove_user(&self, user_id: UserId) -> Result<(), SessionError>;
+    /// Ends every session of a user (after a password reset) but `keep` (the one resetting its
+    /// own user's password).
+    async fn remove_user(&self, user_id: UserId, keep: Option<&SessionKey>) -> Result<(), SessionError>;
 }
 
 /// Sessions in a map in this process.
@@ -273,8 +274,10 @@ impl SessionStore for MemorySessionStore {
         Ok(())
     }
 
-    async fn remove_user(&self, user_id: UserId) -> Result<(), SessionError> {
-        self.sessions.lock().retain(|_, s| s.user_id != user_id);
+    async fn remove_user(&self, user_id: UserId, keep: Option<&SessionKey>) -> Result<(), SessionError> {
+        self.sessions
+            .lock()
+            .retain(|key, s| s.user_id != user_id || Some(key) == keep);
         Ok(())
     }
 }
@@ -327,7 +330,7 @@ mod tests {
         store.update(&key, changed).await.unwrap();
         assert_eq!(store.get(&key).await.unwrap().unwrap().flash.len(), 1);
         // Signed out while a request that read the session was still running.
-        store.remove_user(UserId(1)).await.unwrap();
+        store.remove_user(UserId(1), None).await.unwrap();
         store.update(&key, session).await.unwrap();
         assert!(store.get(&key).await.unwrap().is_none());
     }
@@ -344,8 +347,20 @@ mod tests {
             .put(&b, Session::new(UserId(2), Duration::from_secs(60)))
             .await
             .unwrap();
-        store.remove_user(UserId(1)).await.unwrap();
+        store.remove_user(UserId(1), None).await.unwrap();
         assert!(store.get(&a).await.unwrap().is_none());
         assert!(store.get(&b).await.unwrap().is_some());
+        // All but one.
+        let (c, d) = (SessionToken::generate().key(), SessionToken::generate().key());
+        for key in [&c, &d] {
+            store
+                .put(key, Session::new(UserId(2), Duration::from_secs(60)))
+                .await
+                .unwrap();
+        }
+        store.remove_user(UserId(2), Some(&d)).await.unwrap();
+        assert!(store.get(&b).await.unwrap().is_none());
+        assert!(store.get(&c).await.unwrap().is_none());
+        assert!(store.get(&d).await.unwrap().is_some());
     }
 }

@@ -219,7 +219,7 @@ pub mod redis_store {
                 .map_err(|e| failed("ending a session", &e))
         }
 
-        async fn remove_user(&self, user_id: UserId) -> Result<(), SessionError> {
+        async fn remove_user(&self, user_id: UserId, keep: Option<&SessionKey>) -> Result<(), SessionError> {
             let mut connection = self.connection.clone();
             let user_key = self.user_key(user_id);
             let keys: Vec<String> = connection
@@ -227,10 +227,13 @@ pub mod redis_store {
                 .await
                 .map_err(|e| failed("listing a user's sessions", &e))?;
             let mut pipe = redis::pipe();
-            for key in &keys {
+            for key in keys
+                .iter()
+                .filter(|key| Some(key.as_str()) != keep.map(SessionKey::as_str))
+            {
                 pipe.del(format!("{}console:session:{key}", self.prefix)).ignore();
+                pipe.srem(&user_key, key).ignore();
             }
-            pipe.del(&user_key).ignore();
             pipe.exec_async(&mut connection)
                 .await
                 .map_err(|e| failed("ending a user's sessions", &e))
@@ -456,10 +459,27 @@ pub mod redis_store {
                 )
                 .await
                 .unwrap();
-            one.remove_user(UserId(7)).await.unwrap();
+            one.remove_user(UserId(7), None).await.unwrap();
             assert!(other.get(&token.key()).await.unwrap().is_none());
             assert!(other.get(&second.key()).await.unwrap().is_none());
             assert!(one.get(&someone_else.key()).await.unwrap().is_some());
+
+            // One's own reset: every session of the user ends but the one making it.
+            let (third, fourth) = (SessionToken::generate(), SessionToken::generate());
+            for token in [&third, &fourth] {
+                other
+                    .put(&token.key(), Session::new(UserId(7), Duration::from_secs(60)))
+                    .await
+                    .unwrap();
+            }
+            one.remove_user(UserId(7), Some(&fourth.key())).await.unwrap();
+            assert!(other.get(&third.key()).await.unwrap().is_none());
+            assert!(other.get(&fourth.key()).await.unwrap().is_some());
+            one.remove_user(UserId(7), None).await.unwrap();
+            assert!(
+                other.get(&fourth.key()).await.unwrap().is_none(),
+                "still listed as the user's"
+            );
 
             // Signing out on one replica ends the session on the other.
             other.remove(&someone_else.key()).await.unwrap();
@@ -496,7 +516,7 @@ pub mod redis_store {
             // A password reset on one replica while a request on the other still holds the
             // session: that request's save does not bring it back.
             let mut held = other.get(&admin.key()).await.unwrap().unwrap();
-            one.remove_user(UserId(1)).await.unwrap();
+            one.remove_user(UserId(1), None).await.unwrap();
             held.flash.push(Flash::success("saved"));
             other.update(&admin.key(), held).await.unwrap();
             assert!(one.get(&admin.key()).await.unwrap().is_none());

@@ -206,11 +206,9 @@ pub(crate) async fn reset_password(
         .store
         .set_user_password_hash(user.id, Some(&password_hash))
         .await?;
-    state.sessions.remove_user(user.id).await?;
-    if user.id == me.user.id {
-        // One's own reset ends one's other sessions (a stolen one among them) but not this one.
-        state.sessions.put(&me.key, me.session.clone()).await?;
-    }
+    // One's own reset ends one's other sessions (a stolen one among them) but not this one.
+    let keep = (user.id == me.user.id).then_some(&me.key);
+    state.sessions.remove_user(user.id, keep).await?;
     tracing::info!(admin = %me.user.name, user = %user.name, "console: password reset");
     let flash = Flash::success(format!(
         "New password for “{}”: shown below only once.",
