@@ -138,6 +138,14 @@ impl Setup {
     }
 }
 
+/// Reads the first bytes of a streamed answer (there must be some), then hangs up.
+pub async fn leave_after_first_bytes(response: reqwest::Response) {
+    use futures::StreamExt as _;
+    let mut body = response.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+}
+
 /// The body's bytes as far as they came, and whether the connection broke before its end.
 pub async fn read_until_cut(response: reqwest::Response) -> (Vec<u8>, bool) {
     use futures::StreamExt as _;

@@ -6,8 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{credential, read_until_cut, setup, setup_custom, setup_with, setup_with_config};
-use futures::StreamExt;
+use common::{
+    credential, leave_after_first_bytes, read_until_cut, setup, setup_custom, setup_with, setup_with_config,
+};
 use serde_json::{Value, json};
 
 fn small_generation() -> Value {
@@ -293,10 +294,7 @@ async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let mut body = response.bytes_stream();
-    let first = body.next().await.unwrap().unwrap();
-    assert!(!first.is_empty());
-    drop(body);
+    leave_after_first_bytes(response).await;
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
     assert_eq!(records[0]["stream"], true);
@@ -341,9 +339,7 @@ async fn a_stream_its_client_left_keeps_the_keys_slot_until_the_upstream_ends() 
     .await
     .unwrap();
     assert_eq!(response.status(), 200);
-    let mut body = response.bytes_stream();
-    assert!(!body.next().await.unwrap().unwrap().is_empty());
-    drop(body);
+    leave_after_first_bytes(response).await;
     // By the second event (4 s) the gateway knows the client left; the upstream goes on to 8 s,
     // and all that time the account works for this key.
     tokio::time::sleep(Duration::from_millis(3000)).await;

@@ -87,7 +87,7 @@ pub fn relay_events(
             None if relay.open.is_some() => {
                 // The upstream crate fails such a stream itself; should one end here anyway, the
                 // client has part of an event and is cut off all the same.
-                let failure = Failure::transient("the upstream stream ended in the middle of an event");
+                let failure = ended_inside_an_event();
                 let frame = relay.fail(&failure).await;
                 Some((frame, relay))
             }
@@ -131,7 +131,7 @@ impl Relay {
 
     /// The frame of `item`, noting what it tells of the usage.
     fn frame_item(&mut self, item: SseItem) -> Bytes {
-        let _completed_an_image = self.note(&item);
+        self.note(&item);
         match item {
             SseItem::Event(event) => frame(&event),
             SseItem::Opened { event, .. } => {
@@ -323,11 +323,7 @@ async fn read_abandoned(mut rest: Relay) {
                 }
             }
             Some(Err(failure)) => break Some(failure),
-            None if rest.open.is_some() => {
-                break Some(Failure::transient(
-                    "the upstream stream ended in the middle of an event",
-                ));
-            }
+            None if rest.open.is_some() => break Some(ended_inside_an_event()),
             None => break None,
         }
     };
@@ -341,6 +337,11 @@ async fn read_abandoned(mut rest: Relay) {
         };
         held.record(&outcome).await;
     }
+}
+
+/// An upstream stream that ended while an event was being relayed in pieces.
+fn ended_inside_an_event() -> Failure {
+    Failure::transient("the upstream stream ended in the middle of an event")
 }
 
 /// Records one completed image of an Images stream, whole or relayed in pieces.
