@@ -250,60 +250,10 @@ async fn an_admission_abandoned_while_redis_answers_gives_its_permit_back() {
     }
 }
 
-/// A TCP relay to Redis whose answers can be held back, as by a stalled network.
-struct SlowRedis {
-    addr: std::net::SocketAddr,
-    delay: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl SlowRedis {
-    async fn start() -> Self {
-        use std::sync::atomic::Ordering;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let delay = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let upstream = redis_support::redis_url()
-            .trim_start_matches("redis://")
-            .trim_end_matches('/')
-            .to_owned();
-        let held = Arc::clone(&delay);
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
-                let (mut client_read, mut client_write) = client.into_split();
-                let (mut server_read, mut server_write) = server.into_split();
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
-                });
-                let held = Arc::clone(&held);
-                tokio::spawn(async move {
-                    let mut buffer = vec![0u8; 64 * 1024];
-                    while let Ok(read) = server_read.read(&mut buffer).await {
-                        if read == 0 {
-                            break;
-                        }
-                        let wait = held.load(Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(wait)).await;
-                        if client_write.write_all(&buffer[..read]).await.is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        Self { addr, delay }
-    }
-
-    fn hold_answers(&self, millis: u64) {
-        self.delay.store(millis, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 #[tokio::test]
 async fn a_permit_whose_answer_timed_out_is_given_back() {
     let prefix = TestPrefix::new();
-    let slow = SlowRedis::start().await;
+    let slow = redis_support::SlowRedis::start().await;
     let config = RedisConfig {
         response_timeout: Duration::from_millis(300),
         ..RedisConfig::new(format!("redis://{}", slow.addr)).with_prefix(prefix.prefix.clone())

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use imagegate_dispatch::{
-    AccountSpec, AccountStatus, Clock, CooldownKind, DispatchRequest, GroupId, LimitScope, ManualClock,
-    Outcome, PoolError, SizeClass, Tier,
+    AccountSpec, AccountStatus, Clock, CooldownKind, CooldownPolicy, DispatchRequest, GroupId, LimitScope,
+    ManualClock, Outcome, PoolError, RedisConfig, RedisPoolState, SizeClass, Tier,
 };
-use redis_support::{START, TestPrefix, dispatcher, no_wait, sync_connection};
+use redis_support::{START, SlowRedis, TestPrefix, dispatcher, no_wait, sync_connection};
 
 fn group() -> GroupId {
     GroupId::new("g")
@@ -308,7 +308,7 @@ async fn keys_stay_under_the_prefix() {
     pool.record_outcome(&"a".into(), &Outcome::Success).await.unwrap();
     let mut keys = prefix.keys();
     keys.sort();
-    let expected: Vec<String> = ["accounts", "acct:a:health", "acct:a:lease:large", "lease-seq"]
+    let expected: Vec<String> = ["accounts", "acct:a:health", "acct:a:lease:large"]
         .iter()
         .map(|k| format!("{}{k}", prefix.prefix))
         .collect();
@@ -398,35 +398,98 @@ async fn a_cancelled_acquisition_does_not_lose_the_releases_it_carried() {
     );
 }
 
+/// Leases in Redis of account `a`'s large class, expired or not.
+fn large_leases_of_a(prefix: &TestPrefix) -> u64 {
+    let set = format!("{}acct:a:lease:large", prefix.prefix);
+    redis::cmd("ZCARD")
+        .arg(&set)
+        .query(&mut sync_connection())
+        .unwrap()
+}
+
+/// Waits until `done` holds, for at most 5 s.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A replica whose Redis answers come through a relay that can hold them back, with commands
+/// timing out after 300 ms.
+fn replica_behind(slow: &SlowRedis, prefix: &TestPrefix) -> Arc<RedisPoolState> {
+    let config = RedisConfig {
+        response_timeout: Duration::from_millis(300),
+        ..RedisConfig::new(format!("redis://{}", slow.addr)).with_prefix(prefix.prefix.clone())
+    };
+    Arc::new(RedisPoolState::new(&config, CooldownPolicy::default()).unwrap())
+}
+
 #[tokio::test]
 async fn an_acquisition_abandoned_while_redis_answers_gives_its_slot_back() {
     use futures::FutureExt;
 
     let prefix = TestPrefix::new();
+    let slow = SlowRedis::start().await;
     let clock = clock();
     let specs = [AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(1, 1)];
-    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let pool = dispatcher(replica_behind(&slow, &prefix), &clock, no_wait(), &specs);
     // The connection is up and the script loaded, so the next acquisition's first poll sends it.
     drop(pool.acquire(&image(SizeClass::Large)).await.unwrap());
-    // A client that went away while Redis was answering.
+    eventually("the first lease is released", || large_leases_of_a(&prefix) == 0).await;
+    // A client that went away while Redis was answering (slowly, but within the timeout).
+    slow.hold_answers(150);
     let abandoned = pool.acquire(&image(SizeClass::Large)).now_or_never();
     assert!(abandoned.is_none(), "the first poll waits for Redis");
-    let lease_seq = format!("{}lease-seq", prefix.prefix);
-    let mut redis = sync_connection();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let granted: Option<u64> = redis::cmd("GET").arg(&lease_seq).query(&mut redis).unwrap();
-        let snapshot = pool.snapshot().await.unwrap();
-        // The abandoned acquisition took a second lease, and nobody holds it.
-        if granted == Some(2) && snapshot.accounts[0].in_flight.large == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "lease-seq {granted:?}, in flight {:?}",
-            snapshot.accounts[0].in_flight
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the abandoned acquisition's script runs and takes the slot",
+        || large_leases_of_a(&prefix) == 1,
+    )
+    .await;
+    // Nobody holds that lease: it is given back once the answer arrives.
+    eventually("the slot is given back", || large_leases_of_a(&prefix) == 0).await;
+    slow.hold_answers(0);
     let _lease = pool.acquire(&image(SizeClass::Large)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lease_whose_answer_timed_out_is_given_back() {
+    let prefix = TestPrefix::new();
+    let slow = SlowRedis::start().await;
+    let clock = clock();
+    // Three accounts in one band, so the script may have taken a slot on any of them.
+    let specs: Vec<AccountSpec> = ["a", "b", "c"]
+        .iter()
+        .map(|id| AccountSpec::new(id, Tier::Pro, &["g"]).with_limits(1, 1))
+        .collect();
+    let pool = dispatcher(replica_behind(&slow, &prefix), &clock, no_wait(), &specs);
+    drop(pool.acquire(&image(SizeClass::Large)).await.unwrap());
+    // The script runs in Redis, but its answer comes after the caller stopped waiting.
+    slow.hold_answers(900);
+    let err = pool.acquire(&image(SizeClass::Large)).await.unwrap_err();
+    assert!(matches!(err, PoolError::State(_)), "{err}");
+    let in_flight = |prefix: &TestPrefix| -> u64 {
+        let mut redis = sync_connection();
+        ["a", "b", "c"]
+            .iter()
+            .map(|id| {
+                let set = format!("{}acct:{id}:lease:large", prefix.prefix);
+                redis::cmd("ZCARD").arg(&set).query::<u64>(&mut redis).unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(in_flight(&prefix), 1, "the script ran and took a slot");
+    slow.hold_answers(0);
+    // The slot nobody received is given back (it would stay taken until the lease TTL).
+    eventually("the slot is given back", || in_flight(&prefix) == 0).await;
+    // Once the late answers are through, all three accounts grant again.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(pool.acquire(&image(SizeClass::Large)).await.unwrap());
+    }
+    let mut accounts: Vec<&str> = held.iter().map(|l| l.account().as_str()).collect();
+    accounts.sort_unstable();
+    assert_eq!(accounts, ["a", "b", "c"]);
 }

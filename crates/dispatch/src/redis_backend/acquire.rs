@@ -15,7 +15,7 @@ use redis::{Script, Value};
 
 use super::release::{Release, ReleaseQueue, push_args};
 use super::reply::{number, tagged, text};
-use super::{Keys, class_name};
+use super::{Keys, class_name, new_token};
 use crate::account::SizeClass;
 use crate::clock::UnixMillis;
 use crate::error::StateError;
@@ -77,7 +77,7 @@ pub(crate) fn chunks(picked: &[Pick]) -> Vec<&[Pick]> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ChunkAnswer {
     /// A slot was taken on the candidate at `index` of the ranked list.
-    Granted { index: usize, lease: u64 },
+    Granted { index: usize },
     /// Nothing eligible in the chunk.
     None {
         busy: bool,
@@ -127,21 +127,34 @@ pub(crate) async fn acquire(
     request: AcquireRequest,
 ) -> Result<Acquire, StateError> {
     let picked = eligible_candidates(&request);
-    let mut releases = releases.take_for_call();
+    let mut taken = releases.take_for_call();
     let mut verdict = Verdict::default();
+    // One lease id for every chunk: at most one of them grants.
+    let lease = new_token();
     for chunk in chunks(&picked) {
         let answer = run_chunk(
             &mut connection,
             keys.prefix(),
             &request,
             chunk,
-            releases.releases(),
+            lease,
+            taken.releases(),
         )
-        .await?;
+        .await;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(error) => {
+                // The script may have run with its reply lost (a timeout): give back the lease it
+                // may have added to any account of the chunk. Removing a lease never added does
+                // nothing.
+                give_back_unseen(&releases, &keys, &request, chunk, lease);
+                return Err(error);
+            }
+        };
         // Sent with the first chunk.
-        releases.sent();
+        taken.sent();
         match answer {
-            ChunkAnswer::Granted { index, lease } => {
+            ChunkAnswer::Granted { index } => {
                 let account = request
                     .candidates
                     .entries()
@@ -162,6 +175,23 @@ pub(crate) async fn acquire(
     Ok(verdict.into_acquire())
 }
 
+/// Queues the removal of `lease` from the class's lease set of every account of `chunk`.
+fn give_back_unseen(
+    releases: &ReleaseQueue,
+    keys: &Keys,
+    request: &AcquireRequest,
+    chunk: &[Pick],
+    lease: u64,
+) {
+    let entries = request.candidates.entries();
+    for candidate in chunk.iter().filter_map(|pick| entries.get(pick.index)) {
+        releases.push(Release {
+            set: keys.leases(&candidate.id, request.class),
+            member: lease,
+        });
+    }
+}
+
 fn bad_reply() -> StateError {
     StateError::Backend("redis: unexpected reply to acquire".to_owned())
 }
@@ -172,6 +202,7 @@ pub(crate) async fn run_chunk(
     prefix: &str,
     request: &AcquireRequest,
     chunk: &[Pick],
+    lease: u64,
     releases: &[Release],
 ) -> Result<ChunkAnswer, StateError> {
     let entries = request.candidates.entries();
@@ -183,7 +214,8 @@ pub(crate) async fn run_chunk(
         .arg(class_name(other_class(request.class)))
         .arg(u8::from(request.image))
         .arg(request.now.plus(request.lease_ttl).0)
-        .arg(fastrand::u32(1..2_147_483_647));
+        .arg(fastrand::u32(1..2_147_483_647))
+        .arg(lease);
     push_args(&mut invocation, releases);
     let sent: Vec<_> = chunk
         .iter()
@@ -204,14 +236,11 @@ pub(crate) async fn run_chunk(
 fn parse(reply: Value, sent: &[(&Pick, &Candidate)]) -> Result<ChunkAnswer, StateError> {
     let (tag, rest) = tagged(reply).ok_or_else(bad_reply)?;
     match (tag.as_str(), rest.as_slice()) {
-        ("granted", [position, lease]) => {
+        ("granted", [position]) => {
             let (pick, _) = number(position)
                 .and_then(|p| sent.get(usize::try_from(p).ok()?))
                 .ok_or_else(bad_reply)?;
-            Ok(ChunkAnswer::Granted {
-                index: pick.index,
-                lease: number(lease).ok_or_else(bad_reply)?,
-            })
+            Ok(ChunkAnswer::Granted { index: pick.index })
         }
         ("none", [busy, earliest]) => {
             let earliest_reset = match number(earliest) {

@@ -11,7 +11,7 @@ use redis::{Script, Value};
 use super::detached::run_to_the_end;
 use super::release::{Release, ReleaseQueue, push_args};
 use super::reply::{number, tagged};
-use super::{Keys, RedisConfig};
+use super::{Keys, RedisConfig, new_token};
 use crate::clock::UnixMillis;
 use crate::error::KeyLimitError;
 use crate::key_limits::{KeyAdmission, KeyLimiter, KeyLimits, RATE_WINDOW};
@@ -83,12 +83,6 @@ impl Drop for RedisKeyLimiter {
 
 fn bad_reply() -> KeyLimitError {
     KeyLimitError::Backend("redis: unexpected reply to a key admission".to_owned())
-}
-
-/// A permit's token: random, below 2^53 so that it stays exact wherever a script reads it as a
-/// number; among the few permits of one key in flight, two alike are as good as impossible.
-fn new_token() -> u64 {
-    fastrand::u64(1..1 << 53)
 }
 
 /// A limit as a script argument: -1 for none.

@@ -5,10 +5,9 @@
 //!
 //! | key | type | content |
 //! |---|---|---|
-//! | `acct:{id}:lease:{large,standard}` | sorted set | live leases of one account and size class, scored by expiry |
+//! | `acct:{id}:lease:{large,standard}` | sorted set | live leases of one account and size class, scored by expiry, each a random token the acquiring replica chose |
 //! | `acct:{id}:health` | hash | `h` the [`crate::AccountHealth`] as JSON, `v` its version, and what selection reads: `ok` (status usable), `ca`/`ci` (end of the cooldown for every request / image requests) |
 //! | `accounts` | set | accounts that ever held a lease or recorded an outcome (what snapshots list) |
-//! | `lease-seq` | string | lease id counter |
 //! | `key:{key}:inflight`, `key:{key}:starts` | sorted sets | per-key permits (scored by expiry) and recent request starts, each a random token the admitting replica chose |
 //!
 //! # Atomicity and round trips
@@ -37,7 +36,9 @@
 //! replica that crashes holding leases loses them the same way. Releases carried by a call that
 //! fails or is cancelled go back to the queue. Acquisitions and key admissions run to their end
 //! in a task of their own: one whose caller went away while Redis answered gives its slot or
-//! permit back instead of holding it until the TTL. While Redis is down the server is
+//! permit back instead of holding it until the TTL. One whose reply is lost (a timeout after the
+//! script ran) gives back what it may have taken too: the caller chose the lease or permit token,
+//! so it removes that token from every set the script could have added it to. While Redis is down the server is
 //! expected to keep serving from local state: [`crate::FallbackPoolState`] does that.
 //!
 //! Redis Cluster is not supported as such: scripts derive account keys from the prefix. With a
@@ -198,6 +199,13 @@ impl Keys {
     pub(crate) fn key_starts(&self, key: &str) -> String {
         format!("{}key:{key}:starts", self.prefix)
     }
+}
+
+/// A lease id or key permit token: random, below 2^53 so that it stays exact wherever a script
+/// reads it as a number; among the leases of one account or the permits of one key in flight, two
+/// alike are as good as impossible.
+pub(crate) fn new_token() -> u64 {
+    fastrand::u64(1..1 << 53)
 }
 
 /// The size class as it appears in key names.

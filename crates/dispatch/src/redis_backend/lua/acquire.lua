@@ -7,9 +7,10 @@
 -- the class limit. (Excluded accounts and limit 0 are filtered out by the caller.)
 --
 -- ARGV: prefix, now, class, other class, image (1/0), lease expiry, seed (1..2^31-2),
---       release count, then (sorted set, member) per release,
+--       lease id (a random token the caller chose, so that it can give the lease back when the
+--       reply is lost), release count, then (sorted set, member) per release,
 --       candidate count, then (account id, class limit, band number) per candidate, best first.
--- Reply: {'granted', candidate index (0-based), lease id}, or when no candidate is eligible
+-- Reply: {'granted', candidate index (0-based)}, or when no candidate is eligible
 --        {'none', 1 if one was only busy else 0, end of the earliest cooldown met or ''}.
 local prefix = ARGV[1]
 local now_text = ARGV[2]
@@ -19,8 +20,9 @@ local other = ARGV[4]
 local image = ARGV[5] == '1'
 local expires = ARGV[6]
 local seed = tonumber(ARGV[7])
+local lease = ARGV[8]
 
-local at = 8
+local at = 9
 local releases = tonumber(ARGV[at])
 for r = 0, releases - 1 do
   redis.call('ZREM', ARGV[at + 1 + 2 * r], ARGV[at + 2 + 2 * r])
@@ -121,10 +123,9 @@ while start < count do
     for _, which in ipairs({class, other}) do
       redis.call('ZREMRANGEBYSCORE', lease_key(id, which), '-inf', now_text)
     end
-    local lease = redis.call('INCR', prefix .. 'lease-seq')
     redis.call('ZADD', lease_key(id, class), expires, lease)
     redis.call('SADD', prefix .. 'accounts', id)
-    return {'granted', best, lease}
+    return {'granted', best}
   end
   start = stop
 end
