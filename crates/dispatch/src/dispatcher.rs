@@ -27,8 +27,8 @@ pub struct DispatchConfig {
     pub max_waiters: usize,
     /// `retry-after` suggested when every account stayed busy (default 2 s).
     pub busy_retry_after: Duration,
-    /// While waiting, retry this often even without a local release, to see slots freed by other
-    /// replicas or by lease expiry (default 1 s).
+    /// While waiting, retry this often even without a release heard of, to see slots freed by
+    /// lease expiry, or by other replicas when their announcement was lost (default 1 s).
     pub poll_interval: Duration,
     /// When set, every lease renews itself this often (in a background task stopped when the
     /// lease is dropped), so `lease_ttl` can be short: a crashed holder's slot comes back within
@@ -48,6 +48,20 @@ impl Default for DispatchConfig {
             poll_interval: Duration::from_secs(1),
             renew_interval: None,
         }
+    }
+}
+
+/// Gives the heads of the wait lines a turn whenever another process frees a slot, until the
+/// dispatcher or the state's channel is gone.
+async fn wake_on_frees_elsewhere(
+    mut freed: tokio::sync::watch::Receiver<()>,
+    context: std::sync::Weak<LeaseContext>,
+) {
+    while freed.changed().await.is_ok() {
+        let Some(context) = context.upgrade() else {
+            return;
+        };
+        context.waiters.wake_heads();
     }
 }
 
@@ -88,18 +102,26 @@ pub struct Dispatcher {
 impl Dispatcher {
     /// A dispatcher with no accounts yet; call [`Dispatcher::replace_accounts`].
     #[must_use]
+    ///
+    /// With a state shared by other processes ([`PoolState::slots_freed_elsewhere`]) and inside a
+    /// Tokio runtime, a background task wakes the waiting requests whenever another process frees
+    /// a slot; it ends with the dispatcher.
     pub fn new(state: Arc<dyn PoolState>, clock: Arc<dyn Clock>, config: DispatchConfig) -> Self {
-        let context = LeaseContext {
+        let freed_elsewhere = state.slots_freed_elsewhere();
+        let context = Arc::new(LeaseContext {
             state,
             clock,
             waiters: WaitLines::default(),
             ttl: config.lease_ttl,
             renew_interval: config.renew_interval.filter(|every| !every.is_zero()),
-        };
+        });
+        if let (Some(freed), Ok(runtime)) = (freed_elsewhere, tokio::runtime::Handle::try_current()) {
+            runtime.spawn(wake_on_frees_elsewhere(freed, Arc::downgrade(&context)));
+        }
         Self {
             config,
             accounts: ArcSwap::from_pointee(AccountSet::default()),
-            context: Arc::new(context),
+            context,
         }
     }
 

@@ -125,6 +125,10 @@ impl PoolState for FallbackPoolState {
         self.acquire_locally(request).await
     }
 
+    fn slots_freed_elsewhere(&self) -> Option<tokio::sync::watch::Receiver<()>> {
+        self.primary.slots_freed_elsewhere()
+    }
+
     fn release_detached(&self, lease: LeaseId) {
         if is_local(lease) {
             let inner = self.local_leases().remove(&lease);

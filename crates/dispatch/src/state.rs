@@ -88,6 +88,13 @@ pub trait PoolState: Send + Sync + fmt::Debug {
     /// backend queues the release for a background task). Unknown or expired leases are ignored.
     fn release_detached(&self, lease: LeaseId);
 
+    /// For a state shared with other processes: a channel that changes whenever one of them may
+    /// have freed a slot, so that requests waiting here try again at once rather than at their
+    /// next poll. `None` (the default) for a state nobody else changes.
+    fn slots_freed_elsewhere(&self) -> Option<tokio::sync::watch::Receiver<()>> {
+        None
+    }
+
     /// Extends a lease to `now + ttl`; `None` when it already expired or was released.
     async fn renew(
         &self,

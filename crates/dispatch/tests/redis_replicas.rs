@@ -203,3 +203,80 @@ fn invalid_urls_are_rejected() {
     let err = RedisPoolState::new(&RedisConfig::new("not a url"), CooldownPolicy::default()).unwrap_err();
     assert!(err.to_string().contains("invalid Redis URL"), "{err}");
 }
+
+/// Waits for a slot so long between polls that only an announced release can explain a prompt
+/// grant.
+fn patient() -> imagegate_dispatch::DispatchConfig {
+    imagegate_dispatch::DispatchConfig {
+        max_wait: Duration::from_secs(60),
+        poll_interval: Duration::from_secs(60),
+        ..imagegate_dispatch::DispatchConfig::default()
+    }
+}
+
+/// Starts `pool`'s acquisition of a large slot and returns once it waits in line.
+async fn waiting_for_a_slot(
+    pool: &Arc<imagegate_dispatch::Dispatcher>,
+) -> tokio::task::JoinHandle<Result<imagegate_dispatch::Lease, PoolError>> {
+    let waiter = tokio::spawn({
+        let pool = Arc::clone(pool);
+        async move { pool.acquire(&image(SizeClass::Large)).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while pool.waiting() == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the request never waited");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    waiter
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_freed_on_one_replica_goes_at_once_to_a_request_waiting_on_another() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"]).with_limits(1, 1)];
+    let holder = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    // The waiting replica as the server runs it: Redis behind the local fallback.
+    let fallback = Arc::new(FallbackPoolState::new(
+        prefix.state(),
+        CooldownPolicy::default(),
+        Duration::from_secs(5),
+    ));
+    let waiting = Arc::new(imagegate_dispatch::Dispatcher::new(
+        fallback,
+        clock.clone(),
+        patient(),
+    ));
+    waiting.replace_accounts(specs.clone());
+    let lease = holder.acquire(&image(SizeClass::Large)).await.unwrap();
+    let waiter = waiting_for_a_slot(&waiting).await;
+    drop(lease);
+    // Well before the next poll (60 s away).
+    let granted = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the release on the other replica woke the waiting request")
+        .unwrap()
+        .unwrap();
+    assert_eq!(granted.account().as_str(), "solo");
+}
+
+#[tokio::test]
+async fn a_release_carried_by_a_script_call_is_announced_too() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"]).with_limits(1, 1)];
+    let holder = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let waiting = dispatcher(prefix.state(), &clock, patient(), &specs);
+    let lease = holder.acquire(&image(SizeClass::Large)).await.unwrap();
+    let waiter = waiting_for_a_slot(&waiting).await;
+    // On this single-threaded runtime the background sender has not run when the snapshot takes
+    // the queued release along: the snapshot script applies it and announces it.
+    drop(lease);
+    holder.snapshot().await.unwrap();
+    let granted = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the release carried by the snapshot woke the waiting request")
+        .unwrap()
+        .unwrap();
+    assert_eq!(granted.account().as_str(), "solo");
+}

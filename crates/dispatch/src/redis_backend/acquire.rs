@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock};
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
-use super::release::{Release, ReleaseQueue, push_args};
+use super::release::{Release, ReleaseQueue, TakenReleases};
 use super::reply::{number, tagged, text};
 use super::{Keys, class_name, new_token};
 use crate::account::SizeClass;
@@ -132,15 +132,7 @@ pub(crate) async fn acquire(
     // One lease id for every chunk: at most one of them grants.
     let lease = new_token();
     for chunk in chunks(&picked) {
-        let answer = run_chunk(
-            &mut connection,
-            keys.prefix(),
-            &request,
-            chunk,
-            lease,
-            taken.releases(),
-        )
-        .await;
+        let answer = run_chunk(&mut connection, keys.prefix(), &request, chunk, lease, &taken).await;
         let answer = match answer {
             Ok(answer) => answer,
             Err(error) => {
@@ -196,14 +188,14 @@ fn bad_reply() -> StateError {
     StateError::Backend("redis: unexpected reply to acquire".to_owned())
 }
 
-/// Runs the acquire script over one chunk, after applying `releases`.
+/// Runs the acquire script over one chunk, after applying `releases` (none once sent).
 pub(crate) async fn run_chunk(
     connection: &mut ConnectionManager,
     prefix: &str,
     request: &AcquireRequest,
     chunk: &[Pick],
     lease: u64,
-    releases: &[Release],
+    releases: &TakenReleases,
 ) -> Result<ChunkAnswer, StateError> {
     let entries = request.candidates.entries();
     let mut invocation = ACQUIRE.prepare_invoke();
@@ -216,7 +208,7 @@ pub(crate) async fn run_chunk(
         .arg(request.now.plus(request.lease_ttl).0)
         .arg(fastrand::u32(1..2_147_483_647))
         .arg(lease);
-    push_args(&mut invocation, releases);
+    releases.push_args(&mut invocation);
     let sent: Vec<_> = chunk
         .iter()
         .filter_map(|pick| Some((pick, entries.get(pick.index)?)))

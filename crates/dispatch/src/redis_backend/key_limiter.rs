@@ -9,7 +9,7 @@ use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
 use super::detached::run_to_the_end;
-use super::release::{Release, ReleaseQueue, push_args};
+use super::release::{Release, ReleaseQueue};
 use super::reply::{number, tagged};
 use super::{Keys, RedisConfig, new_token};
 use crate::clock::UnixMillis;
@@ -42,7 +42,7 @@ impl RedisKeyLimiter {
     pub fn new(config: &RedisConfig) -> Result<Self, KeyLimitError> {
         let connection = config.connect().map_err(KeyLimitError::Backend)?;
         Ok(Self {
-            releases: ReleaseQueue::start(connection.clone()),
+            releases: ReleaseQueue::start(connection.clone(), None),
             connection,
             keys: Keys::new(&config.prefix),
             concurrency_retry_after: Duration::from_secs(1),
@@ -169,7 +169,7 @@ impl Admission {
             .arg(now.plus(self.permit_ttl).0)
             .arg(u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX))
             .arg(self.token);
-        push_args(&mut invocation, releases.releases());
+        releases.push_args(&mut invocation);
         let reply: Value = invocation
             .invoke_async(&mut self.connection)
             .await

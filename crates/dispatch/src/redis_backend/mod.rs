@@ -9,6 +9,7 @@
 //! | `acct:{id}:health` | hash | `h` the [`crate::AccountHealth`] as JSON, `v` its version, and what selection reads: `ok` (status usable), `ca`/`ci` (end of the cooldown for every request / image requests) |
 //! | `accounts` | set | accounts that ever held a lease or recorded an outcome (what snapshots list) |
 //! | `key:{key}:inflight`, `key:{key}:starts` | sorted sets | per-key permits (scored by expiry) and recent request starts, each a random token the admitting replica chose |
+//! | `freed` | pub/sub channel | the id of a replica that just released leases: waiting requests on the others try again at once |
 //!
 //! # Atomicity and round trips
 //! Selection and slot acquisition are one Lua script (`EVALSHA`; on `NOSCRIPT` the script is
@@ -16,7 +17,9 @@
 //! the rules of [`crate::select::select`] to the ranked candidates passed as arguments and adds
 //! the lease, so replicas never overbook an account, in one round trip. Releases queued on this
 //! replica ride along with its next acquisition or snapshot (so they are visible to it at once);
-//! a background task sends the rest. Outcomes run [`crate::AccountHealth::apply`] in Rust and
+//! a background task sends the rest; each batch of releases applied is announced on the `freed`
+//! channel, on which every replica listens, so a request waiting on one replica sees a slot freed
+//! on another at once (the dispatcher's poll covers messages lost while reconnecting). Outcomes run [`crate::AccountHealth::apply`] in Rust and
 //! store the result with a compare-and-set on the version (retried on conflict), so both
 //! backends apply exactly the same rules.
 //!
@@ -71,6 +74,7 @@
 
 mod acquire;
 mod detached;
+mod freed;
 mod health;
 mod key_limiter;
 mod pool;
@@ -134,13 +138,18 @@ impl RedisConfig {
         }
     }
 
+    /// A client for the server (connects nothing yet).
+    pub(crate) fn client(&self) -> Result<redis::Client, String> {
+        redis::Client::open(self.url.as_str())
+            .map_err(|e| format!("invalid Redis URL {}: {e}", self.redacted_url()))
+    }
+
     /// A connection manager that connects on first use and reconnects after failures.
     pub fn connect(&self) -> Result<ConnectionManager, String> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err("the Redis backend must be created inside a Tokio runtime".to_owned());
         }
-        let client = redis::Client::open(self.url.as_str())
-            .map_err(|e| format!("invalid Redis URL {}: {e}", self.redacted_url()))?;
+        let client = self.client()?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(Some(self.response_timeout))
@@ -190,6 +199,11 @@ impl Keys {
 
     pub(crate) fn accounts(&self) -> String {
         format!("{}accounts", self.prefix)
+    }
+
+    /// The pub/sub channel on which lease releases are announced.
+    pub(crate) fn freed(&self) -> String {
+        format!("{}freed", self.prefix)
     }
 
     pub(crate) fn key_permits(&self, key: &str) -> String {

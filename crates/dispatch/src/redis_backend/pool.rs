@@ -8,11 +8,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
+use tokio::sync::{oneshot, watch};
 
 use super::acquire::acquire;
 use super::detached::run_to_the_end;
+use super::freed;
 use super::health::{self, Unreadable, UpdateLocks};
-use super::release::{Release, ReleaseQueue, push_args};
+use super::release::{Announce, Release, ReleaseQueue};
 use super::reply::{number, text};
 use super::{Keys, RedisConfig};
 use crate::account::AccountId;
@@ -39,6 +41,10 @@ pub struct RedisPoolState {
     /// The sorted set of every lease this replica holds.
     leases: Mutex<HashMap<LeaseId, String>>,
     health_locks: Arc<UpdateLocks>,
+    /// Bumped for every release another replica announces.
+    freed_elsewhere: watch::Receiver<()>,
+    /// Dropped with the state: stops the listener.
+    _stop_listening: oneshot::Sender<()>,
 }
 
 impl RedisPoolState {
@@ -50,13 +56,23 @@ impl RedisPoolState {
     /// background release task needs one).
     pub fn new(config: &RedisConfig, policy: CooldownPolicy) -> Result<Self, StateError> {
         let connection = config.connect().map_err(StateError::Backend)?;
+        let keys = Keys::new(&config.prefix);
+        let replica = fastrand::u64(..);
+        let client = config.client().map_err(StateError::Backend)?;
+        let listener = freed::listen(client, config.connect_timeout, keys.freed(), replica);
+        let announce = Announce {
+            channel: keys.freed(),
+            replica,
+        };
         Ok(Self {
-            releases: ReleaseQueue::start(connection.clone()),
+            releases: ReleaseQueue::start(connection.clone(), Some(announce)),
             connection,
-            keys: Keys::new(&config.prefix),
+            keys,
             policy,
             leases: Mutex::new(HashMap::new()),
             health_locks: Arc::default(),
+            freed_elsewhere: listener.freed,
+            _stop_listening: listener.stop,
         })
     }
 
@@ -128,6 +144,10 @@ impl PoolState for RedisPoolState {
                 .insert(grant.id, self.keys.leases(&grant.account, grant.class));
         }
         Ok(acquired)
+    }
+
+    fn slots_freed_elsewhere(&self) -> Option<watch::Receiver<()>> {
+        Some(self.freed_elsewhere.clone())
     }
 
     fn release_detached(&self, lease: LeaseId) {
@@ -215,7 +235,7 @@ impl PoolState for RedisPoolState {
         let mut releases = self.releases.take_for_call();
         let mut invocation = SNAPSHOT.prepare_invoke();
         invocation.arg(self.keys.prefix()).arg(now.0);
-        push_args(&mut invocation, releases.releases());
+        releases.push_args(&mut invocation);
         let mut connection = self.connection.clone();
         let items: Vec<Value> = invocation
             .invoke_async(&mut connection)

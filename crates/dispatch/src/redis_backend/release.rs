@@ -2,7 +2,9 @@
 //!
 //! A release is a `ZREM` of one member (lease id or permit token) from one sorted set. The owner's
 //! next script call takes the whole queue along (so the owner sees its own releases at once); a
-//! background task sends what is left. When Redis cannot be reached the task retries a little
+//! background task sends what is left. A queue of account leases also announces each batch it
+//! applied on a channel, so requests waiting on other replicas try again at once (see
+//! [`super::freed`]). When Redis cannot be reached the task retries a little
 //! later; past [`MAX_PENDING`] queued releases the oldest are dropped, and their slots come back
 //! when their TTL runs out, exactly as for a replica that crashed.
 
@@ -27,18 +29,31 @@ pub(crate) struct Release {
     pub(crate) member: u64,
 }
 
+/// Where applied releases are announced: a pub/sub channel, and this replica's id as the message
+/// (its own subscriber ignores it: the releasing replica woke its waiters already).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Announce {
+    pub(crate) channel: String,
+    pub(crate) replica: u64,
+}
+
 /// Releases waiting to be sent.
 #[derive(Debug, Default)]
 pub(crate) struct ReleaseQueue {
     pending: Mutex<Vec<Release>>,
     wake: Notify,
     closed: AtomicBool,
+    announce: Option<Announce>,
 }
 
 impl ReleaseQueue {
-    /// A queue with its background sender running on the current Tokio runtime.
-    pub(crate) fn start(connection: ConnectionManager) -> Arc<Self> {
-        let queue = Arc::new(Self::default());
+    /// A queue with its background sender running on the current Tokio runtime, announcing the
+    /// batches it applies on `announce`'s channel, if any.
+    pub(crate) fn start(connection: ConnectionManager, announce: Option<Announce>) -> Arc<Self> {
+        let queue = Arc::new(Self {
+            announce,
+            ..Self::default()
+        });
         tokio::spawn(send_loop(Arc::clone(&queue), connection));
         queue
     }
@@ -109,8 +124,16 @@ pub(crate) struct TakenReleases {
 
 impl TakenReleases {
     /// The releases to send.
+    #[cfg(test)]
     pub(crate) fn releases(&self) -> &[Release] {
         &self.releases
+    }
+
+    /// Appends the releases to a script's arguments: their count, the (set, member) pairs, then
+    /// the channel to announce them on (empty: none) and this replica's id. A script applying
+    /// at least one publishes the id on the channel.
+    pub(crate) fn push_args(&self, invocation: &mut redis::ScriptInvocation<'_>) {
+        push_args(invocation, &self.releases, self.queue.announce.as_ref());
     }
 
     /// The script ran: the releases are applied.
@@ -126,12 +149,20 @@ impl Drop for TakenReleases {
     }
 }
 
-/// Appends releases to a script's arguments: their count, then (set, member) pairs.
-pub(crate) fn push_args(invocation: &mut redis::ScriptInvocation<'_>, releases: &[Release]) {
+/// Appends releases to a script's arguments (see [`TakenReleases::push_args`]).
+fn push_args(
+    invocation: &mut redis::ScriptInvocation<'_>,
+    releases: &[Release],
+    announce: Option<&Announce>,
+) {
     invocation.arg(releases.len());
     for release in releases {
         invocation.arg(&release.set).arg(release.member);
     }
+    match announce {
+        Some(announce) => invocation.arg(&announce.channel).arg(announce.replica),
+        None => invocation.arg("").arg(0),
+    };
 }
 
 /// Writes a release as `ZREM set member` into a pipeline.
@@ -157,6 +188,13 @@ async fn send_loop(queue: Arc<ReleaseQueue>, mut connection: ConnectionManager) 
         let mut pipeline = pipe();
         for release in &batch {
             add_to(&mut pipeline, release);
+        }
+        if let Some(announce) = &queue.announce {
+            pipeline
+                .cmd("PUBLISH")
+                .arg(&announce.channel)
+                .arg(announce.replica)
+                .ignore();
         }
         if pipeline.exec_async(&mut connection).await.is_err() {
             if closing {

@@ -8,7 +8,8 @@
 --
 -- ARGV: prefix, now, class, other class, image (1/0), lease expiry, seed (1..2^31-2),
 --       lease id (a random token the caller chose, so that it can give the lease back when the
---       reply is lost), release count, then (sorted set, member) per release,
+--       reply is lost), release count, then (sorted set, member) per release, the channel
+--       announcing applied releases ('' for none) and the replica id it carries,
 --       candidate count, then (account id, class limit, band number) per candidate, best first.
 -- Reply: {'granted', candidate index (0-based)}, or when no candidate is eligible
 --        {'none', 1 if one was only busy else 0, end of the earliest cooldown met or ''}.
@@ -28,6 +29,10 @@ for r = 0, releases - 1 do
   redis.call('ZREM', ARGV[at + 1 + 2 * r], ARGV[at + 2 + 2 * r])
 end
 at = at + 1 + 2 * releases
+if releases > 0 and ARGV[at] ~= '' then
+  redis.call('PUBLISH', ARGV[at], ARGV[at + 1])
+end
+at = at + 2
 local count = tonumber(ARGV[at])
 local first = at + 1
 

@@ -3,7 +3,8 @@
 -- ARGV: now, concurrency limit (-1: none), requests per minute (-1: none), permit expiry,
 --       window in ms, the permit's token (chosen by the caller, so that it can give the permit
 --       back even when the reply never reaches it), release count, then (sorted set, member) per
---       release.
+--       release, the channel announcing applied releases ('' for none) and the replica id it
+--       carries.
 -- Reply: {'ok', token} | {'concurrency'} | {'rate', start of the oldest request in the window}.
 -- A refused request counts against nothing. Idle keys expire (Redis time, garbage collection
 -- only: decisions use the caller's now).
@@ -17,6 +18,10 @@ local token = ARGV[6]
 local releases = tonumber(ARGV[7])
 for r = 0, releases - 1 do
   redis.call('ZREM', ARGV[8 + 2 * r], ARGV[9 + 2 * r])
+end
+local channel = ARGV[8 + 2 * releases]
+if releases > 0 and channel ~= '' then
+  redis.call('PUBLISH', channel, ARGV[9 + 2 * releases])
 end
 if concurrency >= 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_text)

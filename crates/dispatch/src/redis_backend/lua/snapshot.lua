@@ -1,11 +1,16 @@
 -- Purges expired leases and reads load and health of every known account.
--- ARGV: prefix, now, release count, then (sorted set, member) per release.
+-- ARGV: prefix, now, release count, then (sorted set, member) per release, the channel
+--       announcing applied releases ('' for none) and the replica id it carries.
 -- Reply: flat list of (account id, large in flight, standard in flight, health JSON or '').
 local prefix = ARGV[1]
 local now = ARGV[2]
 local releases = tonumber(ARGV[3])
 for r = 0, releases - 1 do
   redis.call('ZREM', ARGV[4 + 2 * r], ARGV[5 + 2 * r])
+end
+local channel = ARGV[4 + 2 * releases]
+if releases > 0 and channel ~= '' then
+  redis.call('PUBLISH', channel, ARGV[5 + 2 * releases])
 end
 local reply = {}
 for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'accounts')) do
