@@ -228,9 +228,9 @@ impl UsageRecorder {
             });
             record.latency_ms = latency;
             clip_free_text(&mut record);
-            if let Err(err) = self.sink.record(record) {
-                tracing::error!(error = %err, "usage record could not be queued");
-            }
+            // A record the sink refuses (its queue full, the writer stopped) is logged whole by
+            // the sink: nothing more can be done with it here, in a `Drop`.
+            let _refused = self.sink.record(record);
         }
     }
 }

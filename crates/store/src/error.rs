@@ -118,6 +118,37 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether the database refused a value of the data (a refusal, see [`Self::is_refusal`],
+    /// that is not a constraint violation): a value it cannot encode or store, out of range, too
+    /// big, of the wrong type. Such an error belongs to the rows that carry the value, however
+    /// many of them come in a row; a constraint that every row breaks is rather a change of the
+    /// schema.
+    pub fn is_data_refusal(&self) -> bool {
+        match self {
+            Self::Database(sqlx::Error::Encode(_)) => true,
+            Self::Database(sqlx::Error::Database(db)) => {
+                use sqlx::error::ErrorKind;
+                if !matches!(db.kind(), ErrorKind::Other) {
+                    return false;
+                }
+                let Some(code) = db.code() else {
+                    return false;
+                };
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    // TOOBIG, MISMATCH, RANGE (CONSTRAINT is left out).
+                    code.parse::<u32>()
+                        .is_ok_and(|code| matches!(code & 0xff, 18 | 20 | 25))
+                } else {
+                    // SQLSTATE class 22 (data exception).
+                    code.starts_with("22")
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
 fn sqlx_error_is_unavailable(err: &sqlx::Error) -> bool {
     match err {
         sqlx::Error::Io(_)

@@ -145,10 +145,10 @@ impl Flusher {
                     Err(failure) => {
                         self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
                         failures += 1;
-                        last_error = failure.message;
+                        last_error.clone_from(&failure.message);
                         if failure.refusal {
                             let before = batch.len();
-                            let left = match self.isolate(&batch, &last_error).await {
+                            let left = match self.isolate(&batch, &failure).await {
                                 Ok(_) => Vec::new(),
                                 Err(Unwritten { records, error }) => {
                                     last_error = error;
@@ -207,6 +207,7 @@ impl Flusher {
             Err(_) => Err(WriteFailure {
                 message: format!("{what} reached during a write"),
                 refusal: false,
+                of_a_value: false,
             }),
         }
     }
@@ -215,17 +216,20 @@ impl Flusher {
     /// record it refuses stands alone; those are set aside. So one bad record holds back neither
     /// its batch nor, once spooled, every record after it (a replay would stop at it forever).
     /// Returns the records stored; cut short by any other failure, with the records neither stored
-    /// nor set aside. When not one record of a batch goes in, the database refuses everything (a
-    /// constraint every record breaks, a schema it no longer matches), not these records: they are
-    /// all handed back, to be retried and spooled like an outage's.
-    async fn isolate(&mut self, batch: &[UsageRecord], refusal: &str) -> Result<usize, Unwritten> {
+    /// nor set aside. When not one record of a batch goes in for a constraint they break, the
+    /// database refuses everything (a constraint every record breaks, a schema it no longer
+    /// matches), not these records: they are all handed back, to be retried and spooled like an
+    /// outage's. A value the database refuses (one it cannot encode or store) is the record's own
+    /// however many records in a row carry one: those are set aside even when none went in, or a
+    /// spool starting with a batch of them would never be replayed.
+    async fn isolate(&mut self, batch: &[UsageRecord], refusal: &WriteFailure) -> Result<usize, Unwritten> {
         if self
             .refusing_all_until
             .is_some_and(|until| Instant::now() < until)
         {
             return Err(Unwritten {
                 records: batch.to_vec(),
-                error: format!("the database refuses every record lately: {refusal}"),
+                error: format!("the database refuses every record lately: {}", refusal.message),
             });
         }
         let mut stored = 0;
@@ -241,7 +245,7 @@ impl Flusher {
                 }
                 Err(failure) if failure.refusal => {
                     self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
-                    split_refused(part, &failure.message, &mut parts, &mut refused);
+                    split_refused(part, &failure, &mut parts, &mut refused);
                 }
                 Err(failure) => {
                     self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
@@ -249,7 +253,7 @@ impl Flusher {
                     for rest in parts.iter().rev() {
                         records.extend_from_slice(rest);
                     }
-                    records.extend(refused.into_iter().map(|(record, _)| record.clone()));
+                    records.extend(refused.into_iter().map(|refused| refused.record.clone()));
                     return Err(Unwritten {
                         records,
                         error: failure.message,
@@ -257,15 +261,19 @@ impl Flusher {
                 }
             }
         }
-        if stored == 0 && batch.len() > 1 {
+        let refused_for_their_values = refused.iter().all(|refused| refused.of_a_value);
+        if stored == 0 && batch.len() > 1 && !refused_for_their_values {
             self.refusing_all_until = Some(Instant::now() + REFUSING_ALL_HOLD);
             return Err(Unwritten {
                 records: batch.to_vec(),
-                error: format!("the database refused every record of a batch: {refusal}"),
+                error: format!(
+                    "the database refused every record of a batch: {}",
+                    refusal.message
+                ),
             });
         }
-        for (record, message) in refused {
-            self.set_aside(std::slice::from_ref(record), &message);
+        for refused in refused {
+            self.set_aside(std::slice::from_ref(refused.record), &refused.message);
         }
         Ok(stored)
     }
@@ -369,7 +377,7 @@ impl Flusher {
                     self.counters.replayed.fetch_add(len, Ordering::Relaxed);
                     self.on_written(&batch, inserted).await;
                 }
-                Err(failure) if failure.refusal => match self.isolate(&batch, &failure.message).await {
+                Err(failure) if failure.refusal => match self.isolate(&batch, &failure).await {
                     Ok(stored) => {
                         let len = u64::try_from(stored).unwrap_or(u64::MAX);
                         self.counters.replayed.fetch_add(len, Ordering::Relaxed);
@@ -462,6 +470,8 @@ struct WriteFailure {
     message: String,
     /// The database refused the rows themselves: retrying the same batch cannot help.
     refusal: bool,
+    /// A refusal of a value the rows carry, not of a constraint they break.
+    of_a_value: bool,
 }
 
 impl From<&StoreError> for WriteFailure {
@@ -469,8 +479,16 @@ impl From<&StoreError> for WriteFailure {
         Self {
             message: error.to_string(),
             refusal: error.is_refusal(),
+            of_a_value: error.is_data_refusal(),
         }
     }
+}
+
+/// A record refused on its own, why, and whether for a value it carries.
+struct Refused<'a> {
+    record: &'a UsageRecord,
+    message: String,
+    of_a_value: bool,
 }
 
 /// Records that could be neither stored nor spooled, and the last error.
@@ -482,13 +500,17 @@ struct Unwritten {
 /// Queues the halves of a refused part (the first half on top), or notes a lone refused record.
 fn split_refused<'a>(
     part: &'a [UsageRecord],
-    refusal: &str,
+    refusal: &WriteFailure,
     parts: &mut Vec<&'a [UsageRecord]>,
-    refused: &mut Vec<(&'a UsageRecord, String)>,
+    refused: &mut Vec<Refused<'a>>,
 ) {
     match part {
         [] => {}
-        [record] => refused.push((record, refusal.to_owned())),
+        [record] => refused.push(Refused {
+            record,
+            message: refusal.message.clone(),
+            of_a_value: refusal.of_a_value,
+        }),
         _ => {
             let (first, second) = part.split_at(part.len() / 2);
             parts.push(second);

@@ -221,7 +221,14 @@ impl UsageSink {
     fn refused(&self, reason: RejectReason, record: UsageRecord) -> RecordRejected {
         self.counters.pending.fetch_sub(1, Ordering::AcqRel);
         self.counters.rejected.fetch_add(1, Ordering::Relaxed);
-        tracing::error!(request_id = %record.request_id, ?reason, "usage record refused by the writer");
+        // Unless the caller keeps it, the log is the last place the record can go (it holds ids,
+        // counts and times, no secret and no image).
+        match serde_json::to_string(&record) {
+            Ok(json) => tracing::error!(?reason, record = %json, "usage record refused by the writer"),
+            Err(_) => {
+                tracing::error!(request_id = %record.request_id, ?reason, "usage record refused by the writer");
+            }
+        }
         RecordRejected {
             reason,
             record: Box::new(record),

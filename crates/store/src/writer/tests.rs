@@ -21,12 +21,48 @@ struct FakeBackend {
     /// While set, `touch_keys` waits (until `touches_released` is notified).
     hold_touches: AtomicBool,
     touches_released: tokio::sync::Notify,
-    /// Request ids the database refuses (like a constraint would): a batch holding one fails.
+    /// Request ids the database refuses: a batch holding one fails, for a value it cannot store
+    /// or, with `refuse_as_constraint`, for a constraint it breaks.
     refused: Mutex<Vec<String>>,
+    refuse_as_constraint: AtomicBool,
     /// Request ids whose batch fails as if the database were unreachable.
     unreachable_at: Mutex<Vec<String>>,
     /// Inserts tried, whatever their outcome.
     attempts: AtomicUsize,
+}
+
+/// A check constraint's violation, as a database reports it.
+#[derive(Debug)]
+struct CheckViolation(String);
+
+impl std::fmt::Display for CheckViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckViolation {}
+
+impl sqlx::error::DatabaseError for CheckViolation {
+    fn message(&self) -> &str {
+        &self.0
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> sqlx::error::ErrorKind {
+        sqlx::error::ErrorKind::CheckViolation
+    }
 }
 
 impl FakeBackend {
@@ -58,6 +94,12 @@ impl UsageBackend for FakeBackend {
         }
         let refused = self.refused.lock().unwrap();
         if let Some(bad) = records.iter().find(|r| refused.contains(&r.request_id)) {
+            if self.refuse_as_constraint.load(Ordering::SeqCst) {
+                let refusal = format!("{} breaks a check (fake)", bad.request_id);
+                return Err(StoreError::Database(sqlx::Error::Database(Box::new(
+                    CheckViolation(refusal),
+                ))));
+            }
             let refusal = format!("value of {} refused (fake)", bad.request_id);
             return Err(StoreError::Database(sqlx::Error::Encode(refusal.into())));
         }
@@ -79,6 +121,35 @@ impl UsageBackend for FakeBackend {
 
     fn set_priority(&self, priority: WriterPriority) {
         *self.priority.lock().unwrap() = Some(priority);
+    }
+}
+
+/// Log lines written while a subscriber of it is the default.
+#[derive(Clone, Default)]
+struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let logs = self.clone();
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || logs.clone())
+            .finish()
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -243,8 +314,16 @@ async fn a_full_queue_hands_the_record_back() {
     wait_until(|| backend.fail_always.load(Ordering::SeqCst) && sink.stats().failed_writes > 0).await;
     sink.record(record(1)).unwrap();
     sink.record(record(2)).unwrap();
-    let refused = sink.record(record(3)).unwrap_err();
+    let logs = CapturedLogs::default();
+    let refused =
+        tracing::subscriber::with_default(logs.subscriber(), || sink.record(record(3))).unwrap_err();
     assert_eq!(refused.reason, RejectReason::QueueFull);
+    let logged = logs.text();
+    let whole = serde_json::to_string(&record(3)).unwrap();
+    assert!(
+        logged.contains(&whole),
+        "the refused record is logged whole, the last place it can go: {logged}"
+    );
     assert_eq!(refused.record.request_id, "req-3");
     assert_eq!(sink.stats().rejected, 1);
     assert_eq!(sink.queue_depth(), 3);
@@ -589,6 +668,7 @@ async fn a_batch_the_database_refuses_whole_is_spooled_like_an_outage_not_set_as
     // all aside one insert at a time would leave the writer far behind.
     let dir = tempfile::tempdir().unwrap();
     let backend = refusing(&["req-0", "req-1", "req-2"]);
+    backend.refuse_as_constraint.store(true, Ordering::SeqCst);
     let spool = UsageSpool::open(dir.path()).unwrap();
     let (sink, writer) = UsageWriter::spawn_with(backend.clone(), config(), Some(spool));
     for i in 0..3 {
@@ -603,4 +683,44 @@ async fn a_batch_the_database_refuses_whole_is_spooled_like_an_outage_not_set_as
     drop(sink);
     let stats = writer.shutdown().await.unwrap();
     assert_eq!(stats.spooled, 3, "kept on disk for a later replay");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_whose_every_value_is_refused_is_set_aside_and_the_spool_replayed() {
+    // Values the database cannot store, in every record of a batch (say a thousand refused
+    // requests naming a model in characters its encoding lacks): those records are the problem,
+    // not the database. Handed back like an outage's they would head the spool for good, and
+    // nothing would be replayed again.
+    let dir = tempfile::tempdir().unwrap();
+    let backend = refusing(&["req-0", "req-1", "req-2"]);
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let cfg = UsageWriterConfig {
+        batch_size: 3,
+        flush_interval: Duration::from_millis(200),
+        ..config()
+    };
+    let spool = UsageSpool::open(dir.path()).unwrap();
+    let (sink, writer) = UsageWriter::spawn_with(backend.clone(), cfg, Some(spool));
+    for i in 0..9 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().spooled == 9).await;
+
+    backend.fail_always.store(false, Ordering::SeqCst);
+    wait_until(|| sink.stats().replayed == 6).await;
+    let mut aside = set_aside_ids(dir.path());
+    aside.sort();
+    assert_eq!(aside, ["req-0", "req-1", "req-2"]);
+    // Replayed, the spool is empty: a new record goes to the database.
+    sink.record(record(9)).unwrap();
+    drop(sink);
+    let stats = writer.shutdown().await.unwrap();
+    let mut written = backend.written_ids();
+    written.sort();
+    assert_eq!(
+        written,
+        ["req-3", "req-4", "req-5", "req-6", "req-7", "req-8", "req-9"]
+    );
+    assert_eq!(stats.set_aside, 3);
+    assert_eq!(stats.pending, 0);
 }

@@ -201,3 +201,51 @@ async fn a_spool_left_by_a_dead_process_is_replayed_at_the_next_start(db: Arc<Te
     assert_eq!(usage_rows(&db).await, (12, 12));
     assert!(!path.exists());
 }
+
+#[tokio::test]
+async fn values_postgres_cannot_store_are_set_aside_even_a_whole_batch_of_them() {
+    crate::common::run(Kind::Postgres, |db| async move {
+        // A column narrower than what some records carry: PostgreSQL refuses those values
+        // (SQLSTATE 22001, a data exception), whatever else the batch holds.
+        db.execute(&["ALTER TABLE usage_records ALTER COLUMN model TYPE VARCHAR(12)"])
+            .await;
+        let spool_dir = tempfile::tempdir().unwrap();
+        let spool = UsageSpool::open(spool_dir.path()).unwrap();
+        let config = UsageWriterConfig {
+            batch_size: 3,
+            ..writer_config()
+        };
+        let (sink, writer) = UsageWriter::spawn_spooled(Arc::clone(&db.store), config, spool);
+        // A first batch of nothing but such records, then one the column takes.
+        for i in 0..3 {
+            let long = UsageRecord::new(
+                format!("long-{i}"),
+                "/v1/images/generations",
+                "a-model-name-longer-than-the-column",
+            );
+            sink.record(long).unwrap();
+        }
+        for i in 0..3 {
+            sink.record(record("short", i)).unwrap();
+        }
+        wait_for("the short records in the database", &sink, |s| {
+            s.written == 3 && s.set_aside == 3
+        })
+        .await;
+        drop(sink);
+        let stats = writer.shutdown().await.unwrap();
+        assert_eq!(stats.pending, 0, "{stats:?}");
+        assert_eq!(usage_rows(&db).await, (3, 3));
+        let rejected: usize = std::fs::read_dir(spool_dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "rejected"))
+            .map(|path| std::fs::read_to_string(path).unwrap().lines().count())
+            .sum();
+        assert_eq!(
+            rejected, 3,
+            "the refused records are kept in the spool's *.rejected file"
+        );
+    })
+    .await;
+}
