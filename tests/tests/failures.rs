@@ -281,6 +281,43 @@ async fn a_request_still_running_when_the_grace_period_ends_is_recorded_before_e
 }
 
 #[tokio::test]
+async fn a_request_whose_body_still_arrives_when_the_grace_period_ends_is_recorded() {
+    use futures::StreamExt as _;
+    let mut s = setup_with_config("[timeouts]\nshutdown_grace_secs = 1\n");
+    // The start of a body, and then nothing: the client is still uploading.
+    let start =
+        futures::stream::once(async { Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"{\"model\":")) });
+    let body = reqwest::Body::wrap_stream(start.chain(futures::stream::pending()));
+    let request = s
+        .client
+        .post(s.gateway.v1("/images/generations"))
+        .bearer_auth(&s.key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send();
+    let in_flight = tokio::spawn(request);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stopped = tokio::task::spawn_blocking(move || {
+        let ok = s.gateway.stop();
+        (ok, s)
+    });
+    let (exited_cleanly, s) = stopped.await.unwrap();
+    assert!(exited_cleanly, "gateway did not exit cleanly on SIGTERM");
+    if let Ok(Ok(Ok(response))) = tokio::time::timeout(Duration::from_secs(5), in_flight).await {
+        assert_eq!(response.status(), 503);
+    }
+    let records = s.usage();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        records[0]["endpoint"], "/v1/images/generations",
+        "{:?}",
+        records[0]
+    );
+    assert_eq!(records[0]["status"], 503, "{:?}", records[0]);
+    assert_eq!(records[0]["error_code"], "shutting_down", "{:?}", records[0]);
+}
+
+#[tokio::test]
 async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
     let s = setup();
     s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 5000}))

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Extension, Request, State};
+use axum::extract::{Extension, FromRequest, Request, State};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
@@ -25,12 +25,13 @@ pub async fn generations(
     State(app): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
     Caller(caller): Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
+    // Started before the body is read: a request abandoned while its body arrives (the client
+    // left, the shutdown's grace period ended) is recorded too.
     let mut usage = start_usage(&app, &request_id, "/v1/images/generations", &caller);
-    let body = match body.map_err(|rejection| body_error(&rejection, crate::http::GENERATION_BODY_LIMIT)) {
-        Ok(body) => body,
+    let (headers, body) = match read_body(request, crate::http::GENERATION_BODY_LIMIT).await {
+        Ok(read) => read,
         Err(err) => return fail(usage, err),
     };
     let params = match decode_generation(&app, &body, &mut usage) {
@@ -93,7 +94,16 @@ pub async fn edits(
 }
 
 /// A body that could not be read (larger than `limit` bytes, or cut off), in the OpenAI envelope.
-pub fn body_error(rejection: &BytesRejection, limit: usize) -> HttpError {
+/// The request's headers and whole body (within the route's body limit).
+pub async fn read_body(request: Request, limit: usize) -> Result<(HeaderMap, Bytes), HttpError> {
+    let headers = request.headers().clone();
+    let body = Bytes::from_request(request, &())
+        .await
+        .map_err(|rejection| body_error(&rejection, limit))?;
+    Ok((headers, body))
+}
+
+fn body_error(rejection: &BytesRejection, limit: usize) -> HttpError {
     if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         let message = format!(
             "The request body is larger than the {} MiB this endpoint takes.",

@@ -2,19 +2,16 @@
 
 use std::sync::Arc;
 
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{Extension, State};
-use axum::http::HeaderMap;
+use axum::extract::{Extension, Request, State};
 use axum::http::header::USER_AGENT;
 use axum::response::Response;
-use bytes::Bytes;
 use imagegate_domain::{ImageTool, SizeClass, validate_image_tool, validate_main_model};
 use imagegate_upstream::UpstreamCall;
 use serde_json::{Map, Value, json};
 
 use crate::http::auth::Caller;
 use crate::http::error::HttpError;
-use crate::http::images::{body_error, fail, start_usage};
+use crate::http::images::{fail, read_body, start_usage};
 use crate::http::request_id::RequestId;
 use crate::http::serve_call::{ServeCall, serve};
 use crate::relay::stream::StreamKind;
@@ -25,12 +22,12 @@ pub async fn create(
     State(app): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
     Caller(caller): Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
+    // Started before the body is read, as for the Images endpoints.
     let mut usage = start_usage(&app, &request_id, "/v1/responses", &caller);
-    let body = match body.map_err(|rejection| body_error(&rejection, crate::http::RESPONSES_BODY_LIMIT)) {
-        Ok(body) => body,
+    let (headers, body) = match read_body(request, crate::http::RESPONSES_BODY_LIMIT).await {
+        Ok(read) => read,
         Err(err) => return fail(usage, err),
     };
     let user_agent = headers
