@@ -349,7 +349,7 @@ where
     }
     if let Some(model) = &filter.model {
         next(qb, "model = ");
-        qb.push_bind(model.clone());
+        qb.push_bind(stored_text(model).into_owned());
     }
     match filter.status {
         Some(StatusFilter::Exact(status)) => {
@@ -361,10 +361,11 @@ where
         None => {}
     }
     if let Some(size) = &filter.size {
+        let size = stored_text(size);
         next(qb, "(size_produced = ");
-        qb.push_bind(size.clone());
+        qb.push_bind(size.clone().into_owned());
         qb.push(" OR size_requested = ");
-        qb.push_bind(size.clone());
+        qb.push_bind(size.into_owned());
         qb.push(")");
     }
     if let Some(cursor) = filter.older_than {
@@ -376,5 +377,16 @@ where
         qb.push(" AND id < ");
         qb.push_bind(cursor.id.0);
         qb.push("))");
+    }
+}
+
+/// Text as both backends store it. PostgreSQL refuses a NUL character in `TEXT`, which JSON allows
+/// (`"model": "a\u0000b"`) and the record keeps as the client sent it: unreplaced, one such
+/// record would fail its whole batch on every try. SQLite gets the same text, so both agree; filters compare with it too.
+pub(crate) fn stored_text(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.contains('\0') {
+        std::borrow::Cow::Owned(value.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(value)
     }
 }

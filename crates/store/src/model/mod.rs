@@ -157,6 +157,13 @@ pub enum Backend {
 
 text_enum!(Backend { Sqlite => "sqlite", Postgres => "postgres" });
 
+/// Whether `name` could have passed [`check_name`] as far as its characters go: a lookup of one
+/// that could not finds nothing, without asking the database (PostgreSQL refuses a NUL character
+/// in a parameter where SQLite just finds no row).
+pub(crate) fn could_be_a_name(name: &str) -> bool {
+    !name.chars().any(char::is_control)
+}
+
 /// Rejects empty or overlong names.
 pub(crate) fn check_name(what: &str, name: &str) -> Result<(), crate::StoreError> {
     let trimmed = name.trim();

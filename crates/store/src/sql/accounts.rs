@@ -7,6 +7,7 @@ use crate::crypto::Crypto;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, GroupId, NewAccount, Timestamp, check_name,
+    could_be_a_name,
 };
 use crate::rows::{ACCOUNT_COLUMNS, AccountRow, accounts_with_groups, models_json};
 use crate::secret::Secret;
@@ -81,6 +82,9 @@ pub(super) async fn account(pool: &Pool<Db>, id: AccountId) -> StoreResult<Accou
 }
 
 pub(super) async fn account_by_name(pool: &Pool<Db>, name: &str) -> StoreResult<Option<Account>> {
+    if !could_be_a_name(name) {
+        return Ok(None);
+    }
     let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE name = $1");
     let row: Option<AccountRow> = sqlx::query_as(&sql).bind(name).fetch_optional(pool).await?;
     match row {

@@ -8,7 +8,10 @@ use sqlx::{Pool, QueryBuilder};
 use super::Db;
 use crate::error::StoreResult;
 use crate::model::{DailyUsage, UsageEntry, UsageFilter, UsageRecord};
-use crate::rows::{DAILY_SELECT, DailyRow, USAGE_INSERT_COLUMNS, UsageRow, push_usage_conditions, to_i64};
+use crate::rows::{
+    DAILY_SELECT, DailyRow, USAGE_INSERT_COLUMNS, UsageRow, push_usage_conditions, stored_text as text,
+    to_i64,
+};
 
 /// Token counts above this are stored as this: no request comes near it (a trillion tokens), and a
 /// day's `SUM` of stored counts then stays far inside `i64`, which both backends refuse to
@@ -18,17 +21,6 @@ const MAX_TOKENS: u64 = 1 << 40;
 
 fn tokens(count: u64) -> i64 {
     to_i64(count.min(MAX_TOKENS))
-}
-
-/// Text as both backends store it. PostgreSQL refuses a NUL character in `TEXT`, which JSON allows
-/// (`"model": "a\u0000b"`) and the record keeps as the client sent it: unreplaced, one such
-/// record would fail its whole batch on every try. SQLite gets the same text, so both agree.
-fn text(value: &str) -> Cow<'_, str> {
-    if value.contains('\0') {
-        Cow::Owned(value.replace('\0', "\u{FFFD}"))
-    } else {
-        Cow::Borrowed(value)
-    }
 }
 
 /// Most rows per INSERT statement: 28 parameters each stays below both backends' parameter limits.
@@ -155,7 +147,6 @@ pub(super) async fn daily_usage(pool: &Pool<Db>, filter: &UsageFilter) -> StoreR
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
 
     use super::{ROWS_PER_STATEMENT, build_insert_sql, insert_sql, statement_sizes};
 

@@ -4,7 +4,7 @@ use sqlx::Pool;
 
 use super::Db;
 use crate::error::{StoreError, StoreResult};
-use crate::model::{Group, GroupId, NewUser, Timestamp, User, UserId, check_name};
+use crate::model::{Group, GroupId, NewUser, Timestamp, User, UserId, check_name, could_be_a_name};
 use crate::rows::{GroupRow, UserRow};
 
 const USER_COLUMNS: &str = "id, name, is_admin, password_hash, created_at";
@@ -34,6 +34,9 @@ pub(super) async fn user(pool: &Pool<Db>, id: UserId) -> StoreResult<User> {
 }
 
 pub(super) async fn user_by_name(pool: &Pool<Db>, name: &str) -> StoreResult<Option<User>> {
+    if !could_be_a_name(name) {
+        return Ok(None);
+    }
     let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1");
     let row: Option<UserRow> = sqlx::query_as(&sql).bind(name).fetch_optional(pool).await?;
     Ok(row.map(User::from))
@@ -96,6 +99,9 @@ pub(super) async fn group(pool: &Pool<Db>, id: GroupId) -> StoreResult<Group> {
 }
 
 pub(super) async fn group_by_name(pool: &Pool<Db>, name: &str) -> StoreResult<Option<Group>> {
+    if !could_be_a_name(name) {
+        return Ok(None);
+    }
     let row: Option<GroupRow> = sqlx::query_as("SELECT id, name, created_at FROM groups WHERE name = $1")
         .bind(name)
         .fetch_optional(pool)

@@ -288,6 +288,21 @@ async fn usage_text_the_database_refuses_and_absurd_counts_are_stored(db: Arc<Te
         .find(|e| e.record.request_id == "req-odd")
         .expect("the odd record is stored");
     assert_eq!(stored.record.model, "gpt\u{FFFD}image");
+    // Filtering by the text the client sent finds the records stored with it.
+    let by_model = |model: &str, size: Option<&str>| UsageFilter {
+        model: Some(model.to_owned()),
+        size: size.map(str::to_owned),
+        ..UsageFilter::default()
+    };
+    assert_eq!(
+        ids(&db, by_model("gpt\0image", None)).await,
+        ["req-odd-twin", "req-odd"]
+    );
+    assert!(
+        ids(&db, by_model("gpt\0image", Some("10\024x1024")))
+            .await
+            .is_empty()
+    );
     assert_eq!(stored.record.error_code.as_deref(), Some("invalid_\u{FFFD}value"));
     let cap = 1u64 << 40;
     assert_eq!(stored.record.tokens.total, cap);

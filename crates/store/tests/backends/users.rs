@@ -118,6 +118,13 @@ async fn users_and_groups(db: Arc<TestDb>) {
 
     let team = store.create_group("team").await.unwrap();
     assert_eq!(store.group_by_name("team").await.unwrap().unwrap().id, team.id);
+    // A name no row can have (a sign-in form posting `a%00b`): nothing found, on both backends
+    // (PostgreSQL refuses a NUL character in a parameter).
+    for odd in ["bob\0", "te\0am", "\u{7}"] {
+        assert!(store.user_by_name(odd).await.unwrap().is_none(), "{odd:?}");
+        assert!(store.group_by_name(odd).await.unwrap().is_none(), "{odd:?}");
+        assert!(store.account_by_name(odd).await.unwrap().is_none(), "{odd:?}");
+    }
     assert!(matches!(
         store.create_group("team").await,
         Err(StoreError::Conflict(_))
