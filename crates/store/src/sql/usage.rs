@@ -148,6 +148,8 @@ pub(super) async fn daily_usage(pool: &Pool<Db>, filter: &UsageFilter) -> StoreR
 #[cfg(test)]
 mod tests {
 
+    use std::borrow::Cow;
+
     use super::{ROWS_PER_STATEMENT, build_insert_sql, insert_sql, statement_sizes};
 
     #[test]
