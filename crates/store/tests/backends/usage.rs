@@ -299,7 +299,7 @@ async fn usage_text_the_database_refuses_and_absurd_counts_are_stored(db: Arc<Te
         ["req-odd-twin", "req-odd"]
     );
     assert!(
-        ids(&db, by_model("gpt\0image", Some("10\024x1024")))
+        ids(&db, by_model("gpt\0image", Some("1024\u{0}x1024")))
             .await
             .is_empty()
     );
