@@ -86,22 +86,24 @@ impl MasterKey {
             source,
         };
         create_private_dir(data_dir).map_err(io_err)?;
+        if path.exists() {
+            return Self::read_existing(&path);
+        }
         let key = Self::generate()?;
-        match create_private_file(&path) {
-            Ok(mut file) => {
-                let text = Zeroizing::new(format!("{}\n", key.to_base64().expose()));
-                file.write_all(text.as_bytes()).map_err(io_err)?;
-                file.sync_all().map_err(io_err)?;
+        match publish_key_file(data_dir, &path, &key) {
+            Ok(()) => {
                 tracing::info!(path = %path.display(), "created a new master key file");
                 Ok(key)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                warn_if_readable_by_others(&path);
-                let text = Zeroizing::new(std::fs::read_to_string(&path).map_err(io_err)?);
-                Self::parse(&text)
-            }
+            // Another process created it first: its key is the one.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Self::read_existing(&path),
             Err(e) => Err(io_err(e)),
         }
+    }
+
+    fn read_existing(path: &Path) -> Result<Self, CryptoError> {
+        warn_if_readable_by_others(path);
+        Self::read_file(path)
     }
 
     /// The key of [`PREVIOUS_MASTER_KEY_ENV`] in the process environment, if it is set and not
@@ -148,6 +150,38 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
+}
+
+/// Writes `key` to `path` whole or not at all: into a private temporary file of `dir` first,
+/// synced, then linked to `path`, which fails with `AlreadyExists` when another process got there
+/// first. No process ever reads the file half written, and a crash leaves no empty key file.
+fn publish_key_file(dir: &Path, path: &Path, key: &MasterKey) -> std::io::Result<()> {
+    static ATTEMPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let attempt = ATTEMPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = dir.join(format!(".{MASTER_KEY_FILE}.{}.{attempt}.tmp", std::process::id()));
+    // Left by a crashed process that had this process's id: nobody else uses the name.
+    let _stale = std::fs::remove_file(&temporary);
+    let written = (|| {
+        let mut file = create_private_file(&temporary)?;
+        let text = Zeroizing::new(format!("{}\n", key.to_base64().expose()));
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::hard_link(&temporary, path)
+    })();
+    let removed = std::fs::remove_file(&temporary);
+    written?;
+    removed?;
+    sync_dir(dir)
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -347,5 +381,30 @@ mod tests {
         }
         let from_env = MasterKey::load_or_create(&data_dir, Some(&"11".repeat(32))).unwrap();
         assert_eq!(*from_env.0, [0x11; 32]);
+    }
+
+    #[test]
+    fn processes_starting_together_all_read_the_one_key_created() {
+        // A gateway and an admin command started at the same moment, on a new data directory:
+        // none may read the file before its key is in it.
+        for _ in 0..50 {
+            let dir = tempfile::tempdir().unwrap();
+            let data_dir = dir.path().join("data");
+            let keys: Vec<[u8; 32]> = std::thread::scope(|scope| {
+                let loading: Vec<_> = (0..8)
+                    .map(|_| scope.spawn(|| MasterKey::load_or_create(&data_dir, None).map(|k| *k.0)))
+                    .collect();
+                loading.into_iter().map(|t| t.join().unwrap().unwrap()).collect()
+            });
+            assert!(
+                keys.windows(2).all(|w| w[0] == w[1]),
+                "every process has the same key"
+            );
+            let names: Vec<_> = std::fs::read_dir(&data_dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, [MASTER_KEY_FILE], "no temporary file is left behind");
+        }
     }
 }
