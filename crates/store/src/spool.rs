@@ -358,10 +358,23 @@ fn create_own(dir: &Path) -> Result<LockedFile, SpoolError> {
         }
     }
     std::fs::rename(&creating, &path).map_err(io_error(&path))?;
+    // The new name must outlive a crash of the machine as the records synced into the file do.
+    sync_dir(dir).map_err(io_error(dir))?;
     Ok(LockedFile { path, file })
 }
 
-/// Locks every `*.jsonl` file whose owner is gone; removes abandoned `*.creating` files.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Locks every `*.jsonl` file whose owner is gone; removes abandoned empty `*.creating` files
+/// (claiming one that holds records: its name was lost in a crash of the machine).
 fn claim_orphans(dir: &Path) -> Result<Vec<LockedFile>, SpoolError> {
     let mut claimed = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
@@ -377,7 +390,7 @@ fn claim_orphans(dir: &Path) -> Result<Vec<LockedFile>, SpoolError> {
             Err(source) => return Err(SpoolError::Io { path, source }),
         };
         match lock::try_exclusive(&file) {
-            Ok(true) if ext == Some(CREATING_EXT) => {
+            Ok(true) if ext == Some(CREATING_EXT) && file.metadata().is_ok_and(|m| m.len() == 0) => {
                 // Its creator died before naming it: it holds no records.
                 let _ = std::fs::remove_file(&path);
             }

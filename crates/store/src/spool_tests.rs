@@ -161,3 +161,24 @@ async fn garbage_in_the_middle_is_skipped() {
     assert_eq!(seen, ["spool-req-0", "spool-req-1"]);
     assert_eq!(summary.corrupt_lines, 2);
 }
+
+#[tokio::test]
+async fn a_file_still_named_creating_is_replayed_when_it_holds_records() {
+    // After a crash of the machine the rename of a spool file may be lost while the records synced
+    // into it are not; an empty one is what a process that died before naming it leaves.
+    let dir = tempfile::tempdir().unwrap();
+    let mut dead = UsageSpool::open(dir.path()).unwrap();
+    dead.append(&(0..3).map(record).collect::<Vec<_>>()).unwrap();
+    let named = dead.path().to_owned();
+    drop(dead);
+    let unnamed = named.with_extension(CREATING_EXT);
+    std::fs::rename(&named, &unnamed).unwrap();
+    let empty = dir.path().join(format!("usage-1-1.{CREATING_EXT}"));
+    std::fs::write(&empty, b"").unwrap();
+
+    let mut next = UsageSpool::open(dir.path()).unwrap();
+    assert!(!empty.exists(), "an empty abandoned file is removed");
+    let (seen, _) = drain(&mut next, 10).await;
+    assert_eq!(seen, ["spool-req-0", "spool-req-1", "spool-req-2"]);
+    assert!(!unnamed.exists(), "removed once replayed");
+}
