@@ -32,6 +32,7 @@
 //! ```
 
 pub mod finding;
+mod fold;
 mod frontmatter;
 pub mod generate;
 pub mod model;
@@ -167,7 +168,7 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
                 if let Some(dir) = &options.root {
                     root_check::check(&doc, dir, &options.limits, &mut sink);
                 }
-                add_schema_findings(&root, &mut sink);
+                fold::add_schema_findings(&root, &mut sink);
             }
         }
         sink.finish()
@@ -178,29 +179,4 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
         lines,
         findings,
     }
-}
-
-/// Add schema findings, folded: a schema finding is dropped when a semantic rule already reported a
-/// finding at its pointer or inside the value it points at, because that finding says the same with a
-/// better hint (e.g. `uniqueItems` on `/skills/0/tags` and `R-LIST-DUP` on `/skills/0/tags/1`). Missing keys
-/// are never folded: no semantic rule reports them.
-fn add_schema_findings(root: &parse::Node, sink: &mut Sink) {
-    let mut reported: Vec<String> = sink.drafts.iter().map(|d| d.pointer.clone()).collect();
-    reported.sort_unstable();
-    let explained = |pointer: &str| {
-        let at = reported.partition_point(|p| p.as_str() < pointer);
-        reported
-            .get(at..)
-            .unwrap_or_default()
-            .iter()
-            .map_while(|p| p.strip_prefix(pointer))
-            .any(|rest| rest.is_empty() || rest.starts_with('/'))
-    };
-    let before = sink.drafts.len();
-    rules::schema::check(root, sink);
-    let mut index = 0;
-    sink.drafts.retain(|d| {
-        index += 1;
-        index <= before || d.rule == Rule::SchemaRequired || !explained(&d.pointer)
-    });
 }

@@ -1,6 +1,7 @@
 //! Package (zip) inspection: safety, limits, SKILL.md presence and freshness. Nothing is extracted to disk
 //! and nothing inside a package is run.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -101,6 +102,15 @@ pub(crate) fn inspect(
         ));
         return problems;
     }
+    if archive.metadata().has_duplicate_names() {
+        // The zip crate keys entries by name: all but the last entry of a name are invisible below.
+        problems.push(problem(
+            Rule::PkgDupEntry,
+            "the package has entries with the same name; only the last of them can be inspected, and an \
+             unpacker may install any of them",
+        ));
+    }
+    let mut seen = HashSet::with_capacity(archive.len());
     let mut total: u64 = 0;
     let mut names = Vec::with_capacity(archive.len());
     let mut times = Vec::with_capacity(archive.len());
@@ -128,6 +138,13 @@ pub(crate) fn inspect(
                 continue;
             }
         };
+        if !seen.insert(name.clone()) {
+            // Different bytes that decode to the same name (e.g. CP437 and UTF-8).
+            problems.push(problem(
+                Rule::PkgDupEntry,
+                format!("the package has more than one entry named `{name}`"),
+            ));
+        }
         total = total.saturating_add(entry.size());
         if let Some(why) = unsafe_entry_name(&name) {
             problems.push(problem(

@@ -146,3 +146,142 @@ fn a_symlinked_skill_folder_leading_outside_is_refused() {
         missing.message
     );
 }
+
+#[test]
+fn an_empty_path_is_an_error() {
+    let mut checkout = Checkout::new();
+    checkout.skill(0).insert("path".into(), json!(""));
+    checkout.api(0).insert("path".into(), json!(""));
+    for report in [checkout.check_offline(), checkout.check()] {
+        let found: Vec<(&str, &str)> = report
+            .findings
+            .iter()
+            .map(|f| (f.rule.id(), f.pointer.as_str()))
+            .collect();
+        assert!(
+            found.contains(&("R-FIELD-BLANK", "/skills/0/path"))
+                && found.contains(&("R-FIELD-BLANK", "/apis/0/path")),
+            "{found:?}"
+        );
+        assert!(report.fails(Severity::Error));
+        assert!(
+            !found.iter().any(|(rule, _)| *rule == "R-PATH-DOT-SEGMENT"),
+            "{found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_key_does_not_hide_a_wrong_type() {
+    let mut checkout = Checkout::new();
+    checkout.manifest["skills"] = json!("@SKILLS@");
+    checkout
+        .replacements
+        .push(("\"@SKILLS@\"".into(), r#"{"a": 1, "a": 2}"#.into()));
+    let report = checkout.check_offline();
+    let found: Vec<(&str, &str)> = report
+        .findings
+        .iter()
+        .map(|f| (f.rule.id(), f.pointer.as_str()))
+        .collect();
+    assert!(found.contains(&("R-JSON-DUP-KEY", "/skills/a")), "{found:?}");
+    assert!(found.contains(&("R-SCHEMA-TYPE", "/skills")), "{found:?}");
+
+    let report = imagegate_manifest::check_bytes("x.json", br#"[{"a": 1, "a": 2}]"#, &Default::default());
+    assert_eq!(rule_ids(&report), ["R-SCHEMA-TYPE", "R-JSON-DUP-KEY"]);
+    assert_eq!(report.findings[0].pointer, "");
+}
+
+#[test]
+fn every_repeat_of_a_key_in_a_large_object_names_the_first_occurrence() {
+    let keys: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
+    let text = format!("{{\n{},\n{},\n\"k5\": 0\n}}", keys.join(",\n"), keys.join(",\n"));
+    let report = imagegate_manifest::check_bytes("x.json", text.as_bytes(), &Default::default());
+    let dups: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == Rule::JsonDupKey)
+        .collect();
+    assert_eq!(dups.len(), 41);
+    for (i, dup) in dups.iter().take(40).enumerate() {
+        assert_eq!(dup.pointer, format!("/k{i}"));
+        assert_eq!(dup.start.line, 42 + i);
+        assert_eq!(
+            dup.found.as_deref(),
+            Some(format!("second occurrence; the first is at {}:1", 2 + i).as_str())
+        );
+    }
+    assert_eq!((dups[40].pointer.as_str(), dups[40].start.line), ("/k5", 82));
+    assert_eq!(
+        dups[40].found.as_deref(),
+        Some("second occurrence; the first is at 7:1")
+    );
+}
+
+#[test]
+fn a_symlink_hidden_behind_a_regular_entry_of_the_same_name_is_refused() {
+    let checkout = Checkout::new();
+    let skill_md = fs::read_to_string(checkout.path("skills/web-search/SKILL.md")).unwrap();
+    support::write_zip_renamed(
+        &checkout.path("packages/web-search.zip"),
+        &[
+            ("web-search/SKILL.md", None),
+            ("web-search/SKILL.mX", Some(&skill_md)),
+        ],
+        "web-search/SKILL.mX",
+        "web-search/SKILL.md",
+    );
+    let report = checkout.check();
+    let dup = report
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::PkgDupEntry)
+        .unwrap_or_else(|| panic!("{:?}", rule_ids(&report)));
+    assert_eq!(dup.severity, Severity::Error);
+    assert_eq!(dup.pointer, "/skills/1/package");
+}
+
+#[test]
+fn extended_language_tags_uppercase_schemes_and_ipv6_hosts_are_accepted() {
+    for language in [
+        "zh-yue",
+        "zh-cmn-Hans-CN",
+        "x-klingon",
+        "i-klingon",
+        "de-DE-u-co-phonebk",
+    ] {
+        let mut checkout = Checkout::new();
+        checkout.api(1).insert("language".into(), json!(language));
+        assert_eq!(
+            rule_ids(&checkout.check_offline()),
+            Vec::<&str>::new(),
+            "{language}"
+        );
+    }
+    let mut checkout = Checkout::new();
+    checkout.manifest["repository"]["git_url"] = json!("HTTPS://github.com/acme/agent-skills.git");
+    checkout.manifest["repository"]["raw_base_url"] =
+        json!("HTTPS://raw.githubusercontent.com/acme/agent-skills/main");
+    checkout
+        .api(0)
+        .insert("source_urls".into(), json!(["HTTPS://docs.example.com/images"]));
+    assert_eq!(rule_ids(&checkout.check_offline()), Vec::<&str>::new());
+    checkout.manifest["repository"]["raw_base_url"] = json!("https://[::1]/acme/agent-skills/main");
+    checkout
+        .api(0)
+        .insert("source_urls".into(), json!(["https://[2001:db8::1]:8443/images"]));
+    assert_eq!(rule_ids(&checkout.check_offline()), Vec::<&str>::new());
+}
+
+#[test]
+fn malformed_language_tags_are_one_finding() {
+    for language in ["en-a-b", "zh_CN", "en-US-x", "abc-def-ghi-jkl-mno"] {
+        let mut checkout = Checkout::new();
+        checkout.api(1).insert("language".into(), json!(language));
+        assert_eq!(
+            rule_ids(&checkout.check_offline()),
+            ["R-API-LANGUAGE"],
+            "{language}"
+        );
+    }
+}

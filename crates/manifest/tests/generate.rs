@@ -161,3 +161,44 @@ fn generated_at_is_kept_when_nothing_changed() {
         "2026-06-01T00:00:00Z"
     );
 }
+
+#[test]
+fn a_front_matter_name_that_leaves_the_root_is_refused_before_anything_is_written() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("checkout");
+    write_file(
+        &root.join("skills/evil/SKILL.md"),
+        "---\nname: ../../escaped\ndescription: y\nmetadata:\n  version: 1.0.0\n---\n",
+    );
+    let result = generate::build(&root, &config(), GENERATED_AT);
+    if let Ok(generated) = &result {
+        let _ = generate::write(&root, &config(), generated);
+    }
+    assert!(
+        !outer.path().join("escaped.zip").exists(),
+        "a package was written outside the root"
+    );
+    assert!(!root.join("registry.json").exists());
+    let error = result.unwrap_err().to_string();
+    assert!(
+        error.contains("skills/evil/SKILL.md") && error.contains("R-SKILL-NAME"),
+        "{error}"
+    );
+}
+
+#[test]
+fn write_refuses_paths_that_leave_the_root() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("checkout");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut generated = generate::build(&root, &config(), GENERATED_AT).unwrap();
+    generated
+        .packages
+        .push(("packages/../../escaped.zip".into(), b"zip".to_vec()));
+    let error = generate::write(&root, &config(), &generated)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("R-PATH-PARENT"), "{error}");
+    assert!(!outer.path().join("escaped.zip").exists());
+    assert!(!root.join("registry.json").exists(), "nothing is written");
+}

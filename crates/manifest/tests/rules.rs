@@ -251,6 +251,17 @@ fn cases() -> Vec<(&'static str, Breaker)> {
                 &[("../../evil.sh", Some("x")), ("web-search/SKILL.md", Some("x"))],
             );
         }),
+        ("R-PKG-DUP-ENTRY", |c| {
+            support::write_zip_renamed(
+                &c.path("packages/web-search.zip"),
+                &[
+                    ("web-search/SKILL.md", Some("x")),
+                    ("web-search/SKILL.mX", Some("y")),
+                ],
+                "web-search/SKILL.mX",
+                "web-search/SKILL.md",
+            )
+        }),
         ("R-PKG-SYMLINK", |c| {
             c.replace_package(
                 "web-search",

@@ -21,8 +21,12 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat, Utc};
 use sha2::{Digest, Sha256};
 
+use crate::Severity;
+use crate::finding::quote;
 use crate::frontmatter::{self, FrontMatter};
 use crate::model::{Api, Manifest, Skill};
+use crate::rules::paths::path_problem;
+use crate::rules::text::slug_problem;
 
 /// Why generating failed.
 #[derive(Debug, thiserror::Error)]
@@ -96,8 +100,11 @@ pub fn build(root: &Path, config: &GenerateConfig, generated_at: &str) -> Result
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_owned();
+        let package = package_path(config, &name).map_err(|message| GenerateError::Skill {
+            path: skill_md.clone(),
+            message,
+        })?;
         let bytes = pack_skill(&folder, &name)?;
-        let package = format!("{}/{name}.zip", config.packages_dir.trim_end_matches('/'));
         skills.push(Skill {
             title: front
                 .metadata_str("title")
@@ -165,6 +172,32 @@ pub fn build(root: &Path, config: &GenerateConfig, generated_at: &str) -> Result
         apis,
     };
     Ok(Generated { manifest, packages })
+}
+
+/// `<packages_dir>/<name>.zip`, or why the front-matter `name` cannot name a package file safely (the
+/// name must be a slug, so it cannot leave the packages folder; the whole path must be a safe relative path).
+fn package_path(config: &GenerateConfig, name: &str) -> Result<String, String> {
+    if let Some(why) = slug_problem(name) {
+        return Err(format!(
+            "the front matter's name {} cannot name a package: {why} (R-SKILL-NAME); nothing was written",
+            quote(name)
+        ));
+    }
+    let package = format!("{}/{name}.zip", config.packages_dir.trim_end_matches('/'));
+    safe_relative(&package)?;
+    Ok(package)
+}
+
+/// `Err` with the reason when `path` is not a safe path relative to the root (an error of the path rules).
+fn safe_relative(path: &str) -> Result<(), String> {
+    match path_problem(path) {
+        Some((rule, why)) if rule.severity() == Severity::Error => Err(format!(
+            "{} is not a safe path relative to the root: {why} ({}); nothing was written",
+            quote(path),
+            rule.id()
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn read_front(path: &Path) -> Result<FrontMatter, GenerateError> {
@@ -241,12 +274,21 @@ pub fn is_stale(committed: &str, fresh: &Manifest) -> bool {
     candidate.to_json_pretty() != committed
 }
 
-/// Write the packages and the manifest under `root`.
+/// Write the packages and the manifest under `root`. Nothing is written unless every path is a safe path
+/// relative to the root.
 ///
 /// # Errors
 ///
-/// A file or folder cannot be written.
+/// A path that could leave the root ([`GenerateError::Config`]), or a file or folder cannot be written.
 pub fn write(root: &Path, config: &GenerateConfig, generated: &Generated) -> Result<(), GenerateError> {
+    for relative in generated
+        .packages
+        .iter()
+        .map(|(relative, _)| relative)
+        .chain(std::iter::once(&config.output))
+    {
+        safe_relative(relative).map_err(GenerateError::Config)?;
+    }
     for (relative, bytes) in &generated.packages {
         let path = root.join(relative);
         if let Some(parent) = path.parent() {
@@ -269,7 +311,10 @@ pub fn stale_packages(root: &Path, generated: &Generated) -> Vec<String> {
         .iter()
         .filter(|(relative, bytes)| {
             let fresh = hex::encode(Sha256::digest(bytes));
-            crate::root_check::hash_file(&root.join(relative)).map_or(true, |(_, on_disk)| on_disk != fresh)
+            let path = root.join(relative);
+            // Not a regular file (a folder, a FIFO that would block the read): stale.
+            !path.is_file()
+                || crate::root_check::hash_file(&path).map_or(true, |(_, on_disk)| on_disk != fresh)
         })
         .map(|(relative, _)| relative.clone())
         .collect()

@@ -108,3 +108,47 @@ fn line_text_strips_line_endings() {
     assert_eq!(index.line_text(text, 3), "three");
     assert_eq!(index.line_text(text, 4), "");
 }
+
+/// Line and column counted the slow, obvious way.
+fn naive(text: &str, offset: usize) -> LineCol {
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    lc(
+        before.matches('\n').count() + 1,
+        text[line_start..offset].chars().count() + 1,
+    )
+}
+
+#[test]
+fn columns_count_characters_on_long_lines_across_blocks() {
+    // Long lines of 1- to 4-byte characters crossing many table blocks, CRLF and LF lines, a last line
+    // without newline.
+    let unit = "a\u{e9}\u{4e2d}\u{1F600}\"x\": 1, ";
+    let long = unit.repeat(700);
+    let text = format!("{{\r\n{long}\n\n{}\nend {long}", "b".repeat(3000));
+    let index = LineIndex::new(&text);
+    for offset in (0..=text.len()).filter(|&o| text.is_char_boundary(o)) {
+        assert_eq!(
+            index.locate(&text, offset),
+            naive(&text, offset),
+            "offset {offset}"
+        );
+    }
+    // Offsets inside a character or past the end are clamped to the boundary before them.
+    let inside = text.find('\u{1F600}').unwrap() + 2;
+    assert_eq!(index.locate(&text, inside), naive(&text, inside - 2));
+    assert_eq!(index.locate(&text, text.len() + 7), naive(&text, text.len()));
+}
+
+#[test]
+fn columns_in_ascii_text_are_byte_distances() {
+    let text = format!("{{\n  \"a\": [{}]\n}}", "1, ".repeat(5000));
+    let index = LineIndex::new(&text);
+    for offset in [0, 1, 2, 5, 100, 4097, text.len() - 2, text.len()] {
+        assert_eq!(
+            index.locate(&text, offset),
+            naive(&text, offset),
+            "offset {offset}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 mod github;
 mod json;
 mod sarif;
+mod snippet;
 mod text;
 
 pub use json::{JSON_FORMAT_VERSION, JsonFinding, JsonReport, JsonSummary, Tool, build as json_report};

@@ -2,11 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::plural;
+use super::{plural, snippet};
 use crate::{FileReport, Finding, Severity};
-
-/// Longest stretch of a source line shown in a snippet, in characters.
-const WINDOW: usize = 100;
 
 pub(super) fn render(reports: &[FileReport]) -> String {
     let mut out = String::new();
@@ -48,7 +45,8 @@ fn finding_block(out: &mut String, report: &FileReport, f: &Finding) {
     );
     let _ = writeln!(out, "{pad} |");
     let line = report.lines.line_text(&report.source, f.start.line);
-    let (shown, caret_at, caret_len) = window(line, f);
+    let line_start = report.lines.line_start(f.start.line).unwrap_or(0);
+    let (shown, caret_at, caret_len) = snippet::window(line, f.span.start.saturating_sub(line_start), f);
     let _ = writeln!(out, "{line_no} | {shown}");
     let _ = writeln!(out, "{pad} | {}{}", " ".repeat(caret_at), "^".repeat(caret_len));
     if let Some(expected) = &f.expected {
@@ -59,35 +57,4 @@ fn finding_block(out: &mut String, report: &FileReport, f: &Finding) {
     }
     let _ = writeln!(out, "{pad} = help: {}", f.hint);
     out.push('\n');
-}
-
-/// The part of `line` to show, where the carets start in it, and how many.
-fn window(line: &str, f: &Finding) -> (String, usize, usize) {
-    let chars: Vec<char> = line.chars().map(|c| if c == '\t' { ' ' } else { c }).collect();
-    let start = f.start.column.saturating_sub(1).min(chars.len());
-    let end = if f.end.line == f.start.line {
-        f.end.column.saturating_sub(1)
-    } else {
-        chars.len()
-    };
-    let end = end.clamp(start, chars.len());
-    let (from, to) = if chars.len() <= WINDOW {
-        (0, chars.len())
-    } else {
-        let from = start.saturating_sub(WINDOW / 3);
-        (from, (from + WINDOW).min(chars.len()))
-    };
-    let mut shown = String::new();
-    let mut offset = 0;
-    if from > 0 {
-        shown.push_str("...");
-        offset = 3;
-    }
-    shown.extend(chars.get(from..to).unwrap_or_default());
-    if to < chars.len() {
-        shown.push_str("...");
-    }
-    let caret_at = offset + start.saturating_sub(from);
-    let caret_len = end.min(to).saturating_sub(start).max(1);
-    (shown, caret_at, caret_len)
 }

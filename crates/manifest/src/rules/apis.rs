@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 
+use super::langtag::is_language_tag;
 use super::lists::{blank, slug, string_list};
 use super::skills::unique;
-use super::text::{is_language_tag, parse_url};
+use super::text::parse_url;
 use super::{Doc, Rule};
 use crate::finding::{Sink, quote};
 

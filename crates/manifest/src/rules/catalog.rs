@@ -208,7 +208,7 @@ catalog! {
         "A skill's `path` is not a folder in the checkout.",
         "Fix the path or add the skill folder.";
     RootSkillMdMissing = "R-ROOT-SKILLMD-MISSING", Error,
-        "A skill folder holds no SKILL.md.",
+        "A skill folder holds no readable SKILL.md (missing, not a regular file inside the checkout, or larger than 1 MiB).",
         "Add SKILL.md with front matter to the folder.";
     RootFrontMatter = "R-ROOT-FRONTMATTER", Error,
         "SKILL.md has no YAML front matter with string `name` and `description`, or it does not parse.",
@@ -240,6 +240,9 @@ catalog! {
     PkgUnsafePath = "R-PKG-UNSAFE-PATH", Error,
         "A package entry has an absolute path or a `..` segment (zip slip).",
         "Rebuild the package with relative entry names only.";
+    PkgDupEntry = "R-PKG-DUP-ENTRY", Error,
+        "Two package entries have the same name, so an unpacker keeps only one of them and the checker may not see the other.",
+        "Rebuild the package so every entry name occurs once.";
     PkgSymlink = "R-PKG-SYMLINK", Error,
         "A package entry is a symbolic link.",
         "Replace the link with the file it points to.";

@@ -1,6 +1,6 @@
 //! Duplicate object keys (`R-JSON-DUP-KEY`), found on the span tree because `serde_json` drops them.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use super::{Rule, child};
 use crate::finding::{Sink, quote};
@@ -66,12 +66,13 @@ fn report_repeats(members: &[Member], path: &[Step<'_>], sink: &mut Sink) {
             })
             .collect()
     } else {
-        let mut seen = HashSet::with_capacity(members.len());
+        // Key -> index of its first occurrence.
+        let mut first: HashMap<&str, usize> = HashMap::with_capacity(members.len());
         let mut repeated = Vec::new();
         for (i, member) in members.iter().enumerate() {
-            if !seen.insert(member.key.as_str()) {
-                let first = members.iter().position(|m| m.key == member.key).unwrap_or(i);
-                repeated.push((first, i));
+            let at = *first.entry(member.key.as_str()).or_insert(i);
+            if at != i {
+                repeated.push((at, i));
             }
         }
         repeated

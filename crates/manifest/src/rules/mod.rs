@@ -6,6 +6,7 @@
 mod apis;
 mod catalog;
 mod json;
+mod langtag;
 mod lists;
 pub(crate) mod paths;
 mod repository;

@@ -24,7 +24,11 @@ pub(crate) fn path_fields<'a, 'p>(doc: &'p Doc<'a>) -> Vec<Field<'a, 'p>> {
 }
 
 /// Why `path` is not a safe relative path, as the rule and a reason; the most serious problem only.
+/// An empty path is `R-FIELD-BLANK` (an error: it names no file).
 pub fn path_problem(path: &str) -> Option<(Rule, String)> {
+    if path.is_empty() {
+        return Some((Rule::FieldBlank, "the path is empty".to_owned()));
+    }
     let drive = has_drive_letter(path);
     let scheme = path.split_once("://").is_some_and(|(s, _)| {
         s.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -87,6 +91,8 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 .found(quote(field.text));
             if matches!(rule, Rule::PathBackslash | Rule::PathNfc | Rule::PathDotSegment) {
                 draft.hint(format!("Write {}.", quote(&cleaned(field.text))));
+            } else if rule == Rule::FieldBlank {
+                draft.hint("Write the path relative to the repository root, e.g. skills/pdf-tools.");
             }
             if rule.severity() == crate::Severity::Error {
                 continue;
@@ -147,6 +153,7 @@ mod tests {
     #[test]
     fn path_problems() {
         assert_eq!(rule("skills/pdf"), None);
+        assert_eq!(rule(""), Some(Rule::FieldBlank));
         assert_eq!(rule("packages/pdf.zip"), None);
         assert_eq!(rule("/skills/pdf"), Some(Rule::PathAbsolute));
         assert_eq!(rule("C:/skills"), Some(Rule::PathAbsolute));

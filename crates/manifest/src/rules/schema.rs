@@ -98,8 +98,50 @@ fn article(word: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::{Value, json};
+
+    use super::super::langtag::{MALFORMED, WELL_FORMED, is_language_tag};
+
     #[test]
     fn embedded_schema_compiles() {
         assert!(super::validator().is_ok());
+    }
+
+    /// Whether the schema's definition at `pointer` (a string with a pattern) accepts `text`.
+    fn accepts(pointer: &str, text: &str) -> bool {
+        let schema: Value = serde_json::from_str(super::SCHEMA_TEXT).unwrap();
+        let pattern = schema.pointer(pointer).unwrap().clone();
+        let validator = jsonschema::draft202012::new(&json!({"type": "string", "pattern": pattern})).unwrap();
+        validator.is_valid(&json!(text))
+    }
+
+    #[test]
+    fn the_language_pattern_agrees_with_the_language_rule() {
+        let pointer = "/$defs/api/properties/language/pattern";
+        for tag in WELL_FORMED.iter().chain(MALFORMED) {
+            assert_eq!(accepts(pointer, tag), is_language_tag(tag), "{tag}");
+        }
+    }
+
+    #[test]
+    fn url_patterns_accept_schemes_in_any_case() {
+        let raw = "/$defs/repository/properties/raw_base_url/pattern";
+        let git = "/$defs/repository/properties/git_url/pattern";
+        let source = "/$defs/api/properties/source_urls/items/pattern";
+        for (pointer, url) in [
+            (raw, "HTTPS://raw.githubusercontent.com/o/r/main"),
+            (raw, "https://[::1]/o/r/main"),
+            (git, "HTTPS://github.com/o/r.git"),
+            (git, "SSH://git@host/o/r.git"),
+            (git, "Git+SSH://git@host/o/r.git"),
+            (source, "HTTPS://docs.example.com/x"),
+            (source, "Http://docs.example.com/x"),
+        ] {
+            assert!(accepts(pointer, url), "{pointer}: {url}");
+        }
+        assert!(!accepts(raw, "http://raw.githubusercontent.com/o/r/main"));
+        assert!(!accepts(source, "ftp://docs.example.com/x"));
     }
 }

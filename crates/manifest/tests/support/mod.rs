@@ -191,6 +191,21 @@ pub fn write_zip(path: &Path, entries: &[(&str, Option<&str>)]) {
     zip.finish().unwrap();
 }
 
+/// Write a zip with `entries`, then rename every entry named `from` to `to` (same length) in the bytes,
+/// which makes duplicate names that `zip::ZipWriter` refuses to write.
+pub fn write_zip_renamed(path: &Path, entries: &[(&str, Option<&str>)], from: &str, to: &str) {
+    assert_eq!(from.len(), to.len());
+    write_zip(path, entries);
+    let mut bytes = fs::read(path).unwrap();
+    let (from, to) = (from.as_bytes(), to.as_bytes());
+    let mut at = 0;
+    while let Some(found) = bytes[at..].windows(from.len()).position(|w| w == from) {
+        bytes[at + found..at + found + to.len()].copy_from_slice(to);
+        at += found + to.len();
+    }
+    fs::write(path, bytes).unwrap();
+}
+
 /// The rule ids of a report, in order.
 pub fn rule_ids(report: &FileReport) -> Vec<&'static str> {
     report.findings.iter().map(|f| f.rule.id()).collect()
