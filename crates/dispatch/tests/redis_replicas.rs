@@ -280,3 +280,71 @@ async fn a_release_carried_by_a_script_call_is_announced_too() {
         .unwrap();
     assert_eq!(granted.account().as_str(), "solo");
 }
+
+/// A Redis user with every key and command but no pub/sub channel (Redis 7's default for new
+/// users), deleted when dropped.
+struct UserWithoutChannels {
+    name: String,
+}
+
+impl UserWithoutChannels {
+    fn create() -> Self {
+        let name = format!("imagegate-test-{:016x}", fastrand::u64(..));
+        let _: () = redis::cmd("ACL")
+            .arg(
+                &[
+                    "SETUSER",
+                    name.as_str(),
+                    "on",
+                    "nopass",
+                    "~*",
+                    "resetchannels",
+                    "+@all",
+                ][..],
+            )
+            .query(&mut redis_support::sync_connection())
+            .unwrap();
+        Self { name }
+    }
+
+    fn config(&self, prefix: &TestPrefix) -> RedisConfig {
+        let url = redis_support::redis_url().replacen("redis://", &format!("redis://{}:any@", self.name), 1);
+        RedisConfig::new(url).with_prefix(prefix.prefix.clone())
+    }
+}
+
+impl Drop for UserWithoutChannels {
+    fn drop(&mut self) {
+        let _: redis::RedisResult<()> = redis::cmd("ACL")
+            .arg(&["DELUSER", self.name.as_str()][..])
+            .query(&mut redis_support::sync_connection());
+    }
+}
+
+#[tokio::test]
+async fn a_user_denied_the_channel_still_releases_its_leases() {
+    let prefix = TestPrefix::new();
+    let user = UserWithoutChannels::create();
+    let clock = clock();
+    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"]).with_limits(1, 1)];
+    let state = Arc::new(RedisPoolState::new(&user.config(&prefix), CooldownPolicy::default()).unwrap());
+    let limited = dispatcher(state, &clock, no_wait(), &specs);
+    let other = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    // Carried by a script (the snapshot takes the queued release along on this runtime).
+    drop(limited.acquire(&image(SizeClass::Large)).await.unwrap());
+    limited.snapshot().await.unwrap();
+    drop(other.acquire(&image(SizeClass::Large)).await.unwrap());
+    // Sent by the background sender.
+    let lease = limited.acquire(&image(SizeClass::Large)).await.unwrap();
+    drop(lease);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match other.acquire(&image(SizeClass::Large)).await {
+            Ok(_) => break,
+            Err(PoolError::AllBusy { .. }) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("the release never reached Redis: {err}"),
+        }
+    }
+}

@@ -135,11 +135,13 @@ pub(crate) async fn acquire(
         let answer = run_chunk(&mut connection, keys.prefix(), &request, chunk, lease, &taken).await;
         let answer = match answer {
             Ok(answer) => answer,
-            Err(error) => {
-                // The script may have run with its reply lost (a timeout): give back the lease it
-                // may have added to any account of the chunk. Removing a lease never added does
-                // nothing.
-                give_back_unseen(&releases, &keys, &request, chunk, lease);
+            Err(ChunkFailure { error, may_have_run }) => {
+                // The script may have run with its reply lost (a timeout, a connection dropped
+                // while waiting): give back the lease it may have added to any account of the
+                // chunk. Removing a lease never added does nothing.
+                if may_have_run {
+                    give_back_unseen(&releases, &keys, &request, chunk, lease);
+                }
                 return Err(error);
             }
         };
@@ -189,6 +191,10 @@ fn bad_reply() -> StateError {
 }
 
 /// Runs the acquire script over one chunk, after applying `releases` (none once sent).
+///
+/// # Errors
+/// [`ChunkFailure`]: the backend error, and whether the script may have run (the reply timed out
+/// or the connection dropped while waiting for it, or the reply could not be read).
 pub(crate) async fn run_chunk(
     connection: &mut ConnectionManager,
     prefix: &str,
@@ -196,7 +202,7 @@ pub(crate) async fn run_chunk(
     chunk: &[Pick],
     lease: u64,
     releases: &TakenReleases,
-) -> Result<ChunkAnswer, StateError> {
+) -> Result<ChunkAnswer, ChunkFailure> {
     let entries = request.candidates.entries();
     let mut invocation = ACQUIRE.prepare_invoke();
     invocation
@@ -221,8 +227,21 @@ pub(crate) async fn run_chunk(
     let reply: Value = invocation
         .invoke_async(connection)
         .await
-        .map_err(|e| StateError::Backend(format!("redis: acquire failed: {e}")))?;
-    parse(reply, &sent)
+        .map_err(|e| ChunkFailure {
+            may_have_run: e.is_timeout() || e.is_connection_dropped(),
+            error: StateError::Backend(format!("redis: acquire failed: {e}")),
+        })?;
+    parse(reply, &sent).map_err(|error| ChunkFailure {
+        error,
+        may_have_run: true,
+    })
+}
+
+/// A script call that failed, and whether the script may have run all the same.
+#[derive(Debug)]
+pub(crate) struct ChunkFailure {
+    pub(crate) error: StateError,
+    pub(crate) may_have_run: bool,
 }
 
 fn parse(reply: Value, sent: &[(&Pick, &Candidate)]) -> Result<ChunkAnswer, StateError> {

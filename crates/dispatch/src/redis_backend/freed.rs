@@ -7,7 +7,10 @@
 //! replica goes to the request that waited longest on another at once, not at its next poll.
 //!
 //! Pub/sub is best effort: a message sent while the listener is reconnecting is lost. After each
-//! (re)subscription the task bumps once, and the dispatcher's poll remains the backstop.
+//! (re)subscription the task bumps once, and the dispatcher's poll remains the backstop. The
+//! connection is pinged every 30 s, so one silently dropped on the way (a firewall's idle timeout)
+//! is replaced. A user the server's ACL denies the channel never subscribes: its replica hears of
+//! other replicas' releases only by polling, as before this channel existed.
 
 use std::time::Duration;
 
@@ -16,6 +19,9 @@ use tokio::sync::{oneshot, watch};
 
 /// Pause before subscribing again after the connection failed.
 const RESUBSCRIBE_DELAY: Duration = Duration::from_millis(500);
+
+/// How often the subscription's connection is checked with a ping.
+const PING_EVERY: Duration = Duration::from_secs(30);
 
 /// The listening side: bumped for every release made elsewhere; the task ends when `stop` is
 /// dropped.
@@ -49,7 +55,7 @@ pub(crate) fn listen(
     Listener { freed, stop }
 }
 
-/// One subscription, until its connection ends.
+/// One subscription, until its connection ends or stops answering pings.
 async fn subscribe(
     client: &redis::Client,
     connect_timeout: Duration,
@@ -60,15 +66,33 @@ async fn subscribe(
     let Ok(Ok(mut pubsub)) = tokio::time::timeout(connect_timeout, client.get_async_pubsub()).await else {
         return;
     };
-    if pubsub.subscribe(channel).await.is_err() {
+    let subscribed = tokio::time::timeout(connect_timeout, pubsub.subscribe(channel)).await;
+    if !matches!(subscribed, Ok(Ok(()))) {
         return;
     }
     // Whatever was freed while not subscribed is worth a look.
     bump.send_replace(());
-    let mut messages = pubsub.on_message();
-    while let Some(message) = messages.next().await {
-        if message.get_payload::<u64>().ok() != Some(replica) {
-            bump.send_replace(());
+    let (mut sink, mut messages) = pubsub.split();
+    // A quiet channel over a connection a firewall dropped would wait forever: a ping now and
+    // then finds out, and the caller subscribes again.
+    let mut check = tokio::time::interval(PING_EVERY);
+    check.tick().await;
+    loop {
+        tokio::select! {
+            message = messages.next() => {
+                let Some(message) = message else {
+                    return;
+                };
+                if message.get_payload::<u64>().ok() != Some(replica) {
+                    bump.send_replace(());
+                }
+            }
+            _ = check.tick() => {
+                let pong = tokio::time::timeout(connect_timeout, sink.ping::<redis::Value>()).await;
+                if !matches!(pong, Ok(Ok(_))) {
+                    return;
+                }
+            }
         }
     }
 }

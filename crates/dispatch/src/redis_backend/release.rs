@@ -189,14 +189,19 @@ async fn send_loop(queue: Arc<ReleaseQueue>, mut connection: ConnectionManager) 
         for release in &batch {
             add_to(&mut pipeline, release);
         }
-        if let Some(announce) = &queue.announce {
-            pipeline
-                .cmd("PUBLISH")
+        let sent = pipeline.exec_async(&mut connection).await;
+        if sent.is_ok()
+            && let Some(announce) = &queue.announce
+        {
+            // On its own, after the releases: a user the server's ACL denies the channel must
+            // still get its releases through (waiters elsewhere then see them at their next poll).
+            let _unheard: redis::RedisResult<()> = redis::cmd("PUBLISH")
                 .arg(&announce.channel)
                 .arg(announce.replica)
-                .ignore();
+                .exec_async(&mut connection)
+                .await;
         }
-        if pipeline.exec_async(&mut connection).await.is_err() {
+        if sent.is_err() {
             if closing {
                 // The owner is gone: the TTL frees what could not be sent.
                 return;

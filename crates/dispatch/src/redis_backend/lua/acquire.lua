@@ -30,7 +30,8 @@ for r = 0, releases - 1 do
 end
 at = at + 1 + 2 * releases
 if releases > 0 and ARGV[at] ~= '' then
-  redis.call('PUBLISH', ARGV[at], ARGV[at + 1])
+  -- pcall: a user the ACL denies the channel still gets its releases applied.
+  redis.pcall('PUBLISH', ARGV[at], ARGV[at + 1])
 end
 at = at + 2
 local count = tonumber(ARGV[at])

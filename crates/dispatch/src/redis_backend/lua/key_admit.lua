@@ -21,7 +21,8 @@ for r = 0, releases - 1 do
 end
 local channel = ARGV[8 + 2 * releases]
 if releases > 0 and channel ~= '' then
-  redis.call('PUBLISH', channel, ARGV[9 + 2 * releases])
+  -- pcall: a user the ACL denies the channel still gets its releases applied.
+  redis.pcall('PUBLISH', channel, ARGV[9 + 2 * releases])
 end
 if concurrency >= 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_text)

@@ -10,7 +10,8 @@ for r = 0, releases - 1 do
 end
 local channel = ARGV[4 + 2 * releases]
 if releases > 0 and channel ~= '' then
-  redis.call('PUBLISH', channel, ARGV[5 + 2 * releases])
+  -- pcall: a user the ACL denies the channel still gets its releases applied.
+  redis.pcall('PUBLISH', channel, ARGV[5 + 2 * releases])
 end
 local reply = {}
 for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'accounts')) do
