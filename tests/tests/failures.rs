@@ -296,7 +296,20 @@ async fn a_request_whose_body_still_arrives_when_the_grace_period_ends_is_record
         .body(body)
         .send();
     let in_flight = tokio::spawn(request);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The handler runs (and counts the request in) before it reads the body.
+    let metrics = format!("{}/metrics", s.gateway.url);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = s.client.get(&metrics).send().await.unwrap().text().await.unwrap();
+        if text.lines().any(|line| line == "imagegate_requests_in_flight 1") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request never reached its handler"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let stopped = tokio::task::spawn_blocking(move || {
         let ok = s.gateway.stop();
         (ok, s)

@@ -152,27 +152,50 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-/// Writes `key` to `path` whole or not at all: into a private temporary file of `dir` first,
-/// synced, then linked to `path`, which fails with `AlreadyExists` when another process got there
-/// first. No process ever reads the file half written, and a crash leaves no empty key file.
+/// Writes `key` to `path` whole or not at all: into a private temporary file of `dir` first
+/// (randomly named, created exclusively: processes of other PID namespaces may share the
+/// directory), synced, then linked to `path`, which fails with `AlreadyExists` when another
+/// process got there first. No process ever reads the file half written, and a crash leaves no
+/// empty key file. On a file system without hard links the key is written in place, as a last
+/// resort.
 fn publish_key_file(dir: &Path, path: &Path, key: &MasterKey) -> std::io::Result<()> {
-    static ATTEMPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let attempt = ATTEMPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temporary = dir.join(format!(".{MASTER_KEY_FILE}.{}.{attempt}.tmp", std::process::id()));
-    // Left by a crashed process that had this process's id: nobody else uses the name.
-    let _stale = std::fs::remove_file(&temporary);
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let temporary = dir.join(format!(
+        ".{MASTER_KEY_FILE}.{:016x}.tmp",
+        u64::from_le_bytes(suffix)
+    ));
+    let text = Zeroizing::new(format!("{}\n", key.to_base64().expose()));
     let written = (|| {
         let mut file = create_private_file(&temporary)?;
-        let text = Zeroizing::new(format!("{}\n", key.to_base64().expose()));
         file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::hard_link(&temporary, path)
+        file.sync_all()
     })();
-    let removed = std::fs::remove_file(&temporary);
-    written?;
-    removed?;
+    let linked = written.and_then(|()| std::fs::hard_link(&temporary, path));
+    // Created exclusively above, so the file is this call's own (or was never created).
+    let _removed = std::fs::remove_file(&temporary);
+    match linked {
+        Err(e) if links_unsupported(&e) => {
+            let mut file = create_private_file(path)?;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()?;
+        }
+        other => other?,
+    }
     sync_dir(dir)
 }
+
+/// Whether linking failed because the file system has no hard links (vfat and exFAT answer
+/// `EPERM`, some network and FUSE file systems `ENOSYS` or `EOPNOTSUPP`).
+fn links_unsupported(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Unsupported
+    ) || error.raw_os_error() == Some(EOPNOTSUPP)
+}
+
+/// `EOPNOTSUPP` on Linux.
+const EOPNOTSUPP: i32 = 95;
 
 #[cfg(unix)]
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
