@@ -182,7 +182,7 @@ fn publish_key_file(dir: &Path, path: &Path, key: &MasterKey) -> std::io::Result
         }
         other => other?,
     }
-    sync_dir(dir)
+    crate::spool::sync_dir(dir)
 }
 
 /// Whether linking failed because the file system has no hard links (vfat and exFAT answer
@@ -196,16 +196,6 @@ fn links_unsupported(error: &std::io::Error) -> bool {
 
 /// `EOPNOTSUPP` on Linux.
 const EOPNOTSUPP: i32 = 95;
-
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> std::io::Result<()> {
-    Ok(())
-}
 
 #[cfg(unix)]
 fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {

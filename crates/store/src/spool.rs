@@ -363,13 +363,14 @@ fn create_own(dir: &Path) -> Result<LockedFile, SpoolError> {
     Ok(LockedFile { path, file })
 }
 
+/// Makes the names last created or changed in `dir` outlive a crash of the machine.
 #[cfg(unix)]
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 

@@ -59,11 +59,11 @@ impl RedisPoolState {
         let keys = Keys::new(&config.prefix);
         let replica = fastrand::u64(..);
         let client = config.client().map_err(StateError::Backend)?;
-        let listener = freed::listen(client, config.connect_timeout, keys.freed(), replica);
         let announce = Announce {
             channel: keys.freed(),
             replica,
         };
+        let listener = freed::listen(client, config.connect_timeout, announce.channel.clone(), replica);
         Ok(Self {
             releases: ReleaseQueue::start(connection.clone(), Some(announce)),
             connection,
