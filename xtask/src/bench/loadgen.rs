@@ -61,6 +61,9 @@ pub struct LoadResult {
     pub rps: f64,
     /// Response body megabytes (10^6 bytes) per second.
     pub mb_per_s: f64,
+    /// Pieces the client's HTTP stack handed over per successful answer's body: how finely the
+    /// answer arrived (every piece is a wakeup and a pass through the client's code).
+    pub body_reads_per_answer: f64,
     /// Corrected percentiles of the whole request time.
     pub latency: Percentiles,
     /// Percentiles of the raw (uncorrected) request time.
@@ -204,6 +207,8 @@ pub struct Tally {
     pub errors: u64,
     /// Body bytes of successes.
     pub bytes: u64,
+    /// Body pieces of successes.
+    pub body_reads: u64,
     /// First failure.
     pub first_error: Option<String>,
 }
@@ -218,6 +223,7 @@ impl Tally {
         self.ok += other.ok;
         self.errors += other.errors;
         self.bytes += other.bytes;
+        self.body_reads += other.body_reads;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
@@ -246,6 +252,7 @@ async fn worker(
             Ok(answer) => {
                 tally.ok += 1;
                 tally.bytes += answer.bytes;
+                tally.body_reads += answer.body_reads;
                 samples.total_ns.push(nanos(done - sent));
                 if let Some(first) = answer.first_event {
                     samples.first_event_ns.push(nanos(first));
@@ -264,6 +271,8 @@ pub struct Answer {
     pub status: u16,
     /// Body length.
     pub bytes: u64,
+    /// Pieces the body came in.
+    pub body_reads: u64,
     /// Time from sending to the first SSE data line, when asked for and seen.
     pub first_event: Option<Duration>,
     /// Whether the body holds a `"b64_json"` key (only looked for when asked).
@@ -307,6 +316,7 @@ pub async fn send_raw(
     let status = response.status().as_u16();
     let mut body = response.bytes_stream();
     let mut bytes = 0u64;
+    let mut body_reads = 0u64;
     let mut head = Vec::new();
     let mut first_event = None;
     let mut saw_b64_json = false;
@@ -314,6 +324,7 @@ pub async fn send_raw(
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| format!("body: {e}"))?;
         bytes += chunk.len() as u64;
+        body_reads += 1;
         if head.len() < 512 {
             head.extend_from_slice(&chunk[..chunk.len().min(512 - head.len())]);
         }
@@ -330,6 +341,7 @@ pub async fn send_raw(
     Ok(Answer {
         status,
         bytes,
+        body_reads,
         first_event,
         saw_b64_json,
         head: String::from_utf8_lossy(&head).into_owned(),
@@ -363,6 +375,7 @@ pub fn summarize(samples: &Samples, tally: &Tally, spent: &Spent, window: Durati
         seconds,
         rps: tally.ok as f64 / seconds,
         mb_per_s: tally.bytes as f64 / 1e6 / seconds,
+        body_reads_per_answer: tally.body_reads as f64 / tally.ok.max(1) as f64,
         latency: corrected(&samples.total_ns),
         latency_raw: percentiles(&histogram(&samples.total_ns, None)),
         first_event,
@@ -450,11 +463,13 @@ mod tests {
             ok: 10,
             errors: 1,
             bytes: 5_000_000,
+            body_reads: 25,
             first_error: Some("HTTP 500".into()),
         };
         let result = summarize(&samples, &tally, &Spent::default(), Duration::from_secs(2));
         assert_eq!(result.rps, 5.0);
         assert_eq!(result.mb_per_s, 2.5);
+        assert_eq!(result.body_reads_per_answer, 2.5);
         assert_eq!(result.errors, 1);
         assert!(result.first_event.is_none());
     }

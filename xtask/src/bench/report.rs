@@ -140,6 +140,10 @@ pub fn commands(options: &Options) -> Vec<String> {
         if options.no_litellm { " --no-litellm" } else { "" }
     )];
     list.push("# which runs:".to_owned());
+    list.push(format!(
+        "cargo build --release -p xtask && taskset -c {} target/release/xtask bench ...   # the load generator, optimized",
+        procs::CLIENT_CPU
+    ));
     list.push("cargo build --release -p imagegate -p imagegate-sim".to_owned());
     list.push(format!(
         "python3 -m venv .venv-bench && .venv-bench/bin/pip install --no-deps litellm=={} && .venv-bench/bin/pip install -r <its requirements + proxy extra, certifi==2026.10.18>",
@@ -259,7 +263,7 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "Method: closed-loop workers (one request in flight each) for a warm-up and then a measured window; image-sized and small-response scenarios run three shorter windows per target instead (LiteLLM, the slowest by far, one), taking turns with the floor and the other relays (the order rotates each round), and pool them, so a drift of the shared machine falls on every target alike; throughput counts requests completed in the windows; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}. nginx: {}.\n",
+        "Method: closed-loop workers (one request in flight each; the load generator is this command's own release build, on one thread) for a warm-up and then a measured window; image-sized and small-response scenarios run three shorter windows per target instead (LiteLLM, the slowest by far, one), taking turns with the floor and the other relays (the order rotates each round), and pool them, so a drift of the shared machine falls on every target alike; throughput counts requests completed in the windows; latencies are from HdrHistograms corrected for coordinated omission (`record_correct`, expected interval = the run's own raw median; raw figures are in the JSON). Added latency = through the proxy minus the floor of the same scenario. Peak RSS = `VmHWM` of the proxy's process tree, fresh process per scenario. LiteLLM: {}. nginx: {}.\n",
         report
             .litellm_version
             .as_deref()

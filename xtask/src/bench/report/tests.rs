@@ -186,6 +186,7 @@ fn probes_without_images_or_streams_are_unsupported() {
     let answer = |status: u16, head: &str, b64: bool, first: bool| Answer {
         status,
         bytes: head.len() as u64,
+        body_reads: 1,
         first_event: first.then(|| Duration::from_millis(1)),
         saw_b64_json: b64,
         head: head.into(),
