@@ -13,7 +13,7 @@ use imagegate_dispatch::{
     AccountId, AccountSpec, CooldownPolicy, DispatchRequest, FallbackPoolState, GroupId, LimitScope,
     ManualClock, Outcome, PoolError, PoolState, RedisConfig, RedisPoolState, SizeClass, StateError, Tier,
 };
-use redis_support::{START, TestPrefix, dispatcher, no_wait};
+use redis_support::{START, SlowRedis, TestPrefix, dispatcher, no_wait};
 
 fn image(class: SizeClass) -> DispatchRequest {
     DispatchRequest::image(&GroupId::new("g"), class)
@@ -279,6 +279,56 @@ async fn a_release_carried_by_a_script_call_is_announced_too() {
         .unwrap()
         .unwrap();
     assert_eq!(granted.account().as_str(), "solo");
+}
+
+#[tokio::test]
+async fn a_listener_whose_connection_went_silent_listens_again() {
+    let prefix = TestPrefix::new();
+    let relay = SlowRedis::start().await;
+    let config = RedisConfig {
+        connect_timeout: Duration::from_millis(300),
+        listener_ping_every: Duration::from_millis(200),
+        ..RedisConfig::new(format!("redis://{}", relay.addr)).with_prefix(prefix.prefix.clone())
+    };
+    let state = RedisPoolState::new(&config, CooldownPolicy::default()).unwrap();
+    let mut freed = state.slots_freed_elsewhere().unwrap();
+    let changed = |freed: &mut tokio::sync::watch::Receiver<()>| {
+        let mut freed = freed.clone();
+        async move { tokio::time::timeout(Duration::from_secs(5), freed.changed()).await }
+    };
+    // Subscribed: the listener bumps once on every subscription.
+    changed(&mut freed).await.unwrap().unwrap();
+    freed.borrow_and_update();
+
+    relay.silence_open_connections();
+    // A firewall forgot the connection: nothing published reaches it, and only the ping finds
+    // out. The new subscription bumps again.
+    changed(&mut freed)
+        .await
+        .expect("the listener subscribed again on a new connection")
+        .unwrap();
+    freed.borrow_and_update();
+    // And hears releases announced from now on.
+    let channel = format!("{}freed", prefix.prefix);
+    let mut publisher = redis_support::sync_connection();
+    let heard = async {
+        loop {
+            let _: i64 = redis::cmd("PUBLISH")
+                .arg(&channel)
+                .arg(0u64)
+                .query(&mut publisher)
+                .unwrap();
+            if tokio::time::timeout(Duration::from_millis(100), freed.changed())
+                .await
+                .is_ok()
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), heard)
+        .await
+        .expect("a release announced after the silence is heard");
 }
 
 /// A Redis user with every key and command but no pub/sub channel (Redis 7's default for new

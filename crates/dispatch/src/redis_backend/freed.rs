@@ -8,8 +8,8 @@
 //!
 //! Pub/sub is best effort: a message sent while the listener is reconnecting is lost. After each
 //! (re)subscription the task bumps once, and the dispatcher's poll remains the backstop. The
-//! connection is pinged every 30 s, so one silently dropped on the way (a firewall's idle timeout)
-//! is replaced. A user the server's ACL denies the channel never subscribes: its replica hears of
+//! connection is pinged every [`super::RedisConfig::listener_ping_every`] (30 s), so one silently
+//! dropped on the way (a firewall's idle timeout) is replaced. A user the server's ACL denies the channel never subscribes: its replica hears of
 //! other replicas' releases only by polling, as before this channel existed.
 
 use std::time::Duration;
@@ -19,9 +19,6 @@ use tokio::sync::{oneshot, watch};
 
 /// Pause before subscribing again after the connection failed.
 const RESUBSCRIBE_DELAY: Duration = Duration::from_millis(500);
-
-/// How often the subscription's connection is checked with a ping.
-const PING_EVERY: Duration = Duration::from_secs(30);
 
 /// The listening side: bumped for every release made elsewhere; the task ends when `stop` is
 /// dropped.
@@ -33,17 +30,21 @@ pub(crate) struct Listener {
 /// Starts listening on `channel` for releases not made by `replica`, on the current runtime.
 pub(crate) fn listen(
     client: redis::Client,
-    connect_timeout: Duration,
+    config: &super::RedisConfig,
     channel: String,
     replica: u64,
 ) -> Listener {
+    let timing = Timing {
+        connect_timeout: config.connect_timeout,
+        ping_every: config.listener_ping_every,
+    };
     let (bump, freed) = watch::channel(());
     let (stop, stopped) = oneshot::channel();
     tokio::spawn(async move {
         let subscribed = async {
             loop {
                 // Ends when the connection does (or could not be made); the poll covers the gap.
-                subscribe(&client, connect_timeout, &channel, replica, &bump).await;
+                subscribe(&client, timing, &channel, replica, &bump).await;
                 tokio::time::sleep(RESUBSCRIBE_DELAY).await;
             }
         };
@@ -55,10 +56,20 @@ pub(crate) fn listen(
     Listener { freed, stop }
 }
 
+/// How long to wait for the server, and how often to ask whether it is still there.
+#[derive(Clone, Copy)]
+struct Timing {
+    connect_timeout: Duration,
+    ping_every: Duration,
+}
+
 /// One subscription, until its connection ends or stops answering pings.
 async fn subscribe(
     client: &redis::Client,
-    connect_timeout: Duration,
+    Timing {
+        connect_timeout,
+        ping_every,
+    }: Timing,
     channel: &str,
     replica: u64,
     bump: &watch::Sender<()>,
@@ -75,7 +86,8 @@ async fn subscribe(
     let (mut sink, mut messages) = pubsub.split();
     // A quiet channel over a connection a firewall dropped would wait forever: a ping now and
     // then finds out, and the caller subscribes again.
-    let mut check = tokio::time::interval(PING_EVERY);
+    // `interval` refuses a zero period.
+    let mut check = tokio::time::interval(ping_every.max(Duration::from_millis(1)));
     check.tick().await;
     loop {
         tokio::select! {

@@ -102,6 +102,10 @@ pub struct RedisConfig {
     pub connect_timeout: Duration,
     /// Longest wait for a reply (default 1 s); then the call fails with a backend error.
     pub response_timeout: Duration,
+    /// How often the connection that hears other replicas' releases is pinged (default 30 s); one
+    /// that does not answer within `connect_timeout` is replaced. Shorter than the idle timeout of
+    /// any firewall or proxy between the replicas and Redis.
+    pub listener_ping_every: Duration,
 }
 
 impl RedisConfig {
@@ -113,6 +117,7 @@ impl RedisConfig {
             prefix: "imagegate:".to_owned(),
             connect_timeout: Duration::from_secs(1),
             response_timeout: Duration::from_secs(1),
+            listener_ping_every: Duration::from_secs(30),
         }
     }
 

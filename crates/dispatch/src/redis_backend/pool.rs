@@ -63,7 +63,7 @@ impl RedisPoolState {
             channel: keys.freed(),
             replica,
         };
-        let listener = freed::listen(client, config.connect_timeout, announce.channel.clone(), replica);
+        let listener = freed::listen(client, config, announce.channel.clone(), replica);
         Ok(Self {
             releases: ReleaseQueue::start(connection.clone(), Some(announce)),
             connection,

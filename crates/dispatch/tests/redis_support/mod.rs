@@ -98,10 +98,13 @@ pub fn dispatcher(
     Arc::new(pool)
 }
 
-/// A TCP relay to Redis whose answers can be held back, as by a stalled network.
+/// A TCP relay to Redis whose answers can be held back, as by a stalled network, and whose
+/// connections can go silent, as through a firewall that forgot them.
 pub struct SlowRedis {
     pub addr: std::net::SocketAddr,
     delay: Arc<std::sync::atomic::AtomicU64>,
+    /// Connections accepted before the latest silencing drop what they carry, both ways.
+    silenced: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl SlowRedis {
@@ -115,14 +118,30 @@ impl SlowRedis {
             .trim_start_matches("redis://")
             .trim_end_matches('/')
             .to_owned();
+        let silenced = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let held = Arc::clone(&delay);
+        let silence = Arc::clone(&silenced);
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
                 let (mut client_read, mut client_write) = client.into_split();
                 let (mut server_read, mut server_write) = server.into_split();
+                let generation = silence.load(Ordering::SeqCst);
+                let heard = {
+                    let silence = Arc::clone(&silence);
+                    move || silence.load(Ordering::SeqCst) == generation
+                };
+                let heard_too = heard.clone();
                 tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                    let mut buffer = vec![0u8; 64 * 1024];
+                    while let Ok(read) = client_read.read(&mut buffer).await {
+                        if read == 0 {
+                            break;
+                        }
+                        if heard_too() && server_write.write_all(&buffer[..read]).await.is_err() {
+                            break;
+                        }
+                    }
                 });
                 let held = Arc::clone(&held);
                 tokio::spawn(async move {
@@ -133,14 +152,24 @@ impl SlowRedis {
                         }
                         let wait = held.load(Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(wait)).await;
-                        if client_write.write_all(&buffer[..read]).await.is_err() {
+                        if heard() && client_write.write_all(&buffer[..read]).await.is_err() {
                             break;
                         }
                     }
                 });
             }
         });
-        Self { addr, delay }
+        Self {
+            addr,
+            delay,
+            silenced,
+        }
+    }
+
+    /// From now on the connections already open carry nothing either way, and stay open; new
+    /// connections work.
+    pub fn silence_open_connections(&self) {
+        self.silenced.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Holds every answer back by `millis` from now on.
