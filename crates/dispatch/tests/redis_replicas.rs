@@ -286,7 +286,6 @@ async fn a_listener_whose_connection_went_silent_listens_again() {
     let prefix = TestPrefix::new();
     let relay = SlowRedis::start().await;
     let config = RedisConfig {
-        connect_timeout: Duration::from_millis(300),
         listener_ping_every: Duration::from_millis(200),
         ..RedisConfig::new(format!("redis://{}", relay.addr)).with_prefix(prefix.prefix.clone())
     };
@@ -294,21 +293,24 @@ async fn a_listener_whose_connection_went_silent_listens_again() {
     let mut freed = state.slots_freed_elsewhere().unwrap();
     let changed = |freed: &mut tokio::sync::watch::Receiver<()>| {
         let mut freed = freed.clone();
-        async move { tokio::time::timeout(Duration::from_secs(5), freed.changed()).await }
+        async move { tokio::time::timeout(Duration::from_secs(10), freed.changed()).await }
     };
     // Subscribed: the listener bumps once on every subscription.
     changed(&mut freed).await.unwrap().unwrap();
     freed.borrow_and_update();
 
+    let before = relay.connections();
     relay.silence_open_connections();
     // A firewall forgot the connection: nothing published reaches it, and only the ping finds
-    // out. The new subscription bumps again.
+    // out. The new subscription bumps again, on a new connection.
     changed(&mut freed)
         .await
-        .expect("the listener subscribed again on a new connection")
+        .expect("the listener subscribed again")
         .unwrap();
     freed.borrow_and_update();
-    // And hears releases announced from now on.
+    assert!(relay.connections() > before, "on a new connection");
+    // And hears releases announced from now on (a bump that is not another subscription).
+    let subscribed = relay.connections();
     let channel = format!("{}freed", prefix.prefix);
     let mut publisher = redis_support::sync_connection();
     let heard = async {
@@ -326,9 +328,10 @@ async fn a_listener_whose_connection_went_silent_listens_again() {
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(5), heard)
+    tokio::time::timeout(Duration::from_secs(10), heard)
         .await
         .expect("a release announced after the silence is heard");
+    assert_eq!(relay.connections(), subscribed, "heard, not subscribed again");
 }
 
 /// A Redis user with every key and command but no pub/sub channel (Redis 7's default for new

@@ -152,6 +152,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // This process is the load generator: unoptimized, it would spend CPU 1 (shared with the
     // simulators) on itself and the floor would measure it. `cargo xtask` builds in debug.
     if cfg!(debug_assertions) {
+        if std::env::var_os(EARLIER_SECONDS).is_some() {
+            return Err("bench: the release build of xtask has debug assertions on (CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS?); it would hand the run on again".to_owned());
+        }
         return run_release_build(&root, args, started);
     }
     let earlier = std::env::var(EARLIER_SECONDS)

@@ -56,6 +56,9 @@ pub(crate) fn listen(
     Listener { freed, stop }
 }
 
+/// The ping interval's ceiling: a day (a longer one would overflow the timer).
+const LONGEST_PING_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// How long to wait for the server, and how often to ask whether it is still there.
 #[derive(Clone, Copy)]
 struct Timing {
@@ -86,8 +89,8 @@ async fn subscribe(
     let (mut sink, mut messages) = pubsub.split();
     // A quiet channel over a connection a firewall dropped would wait forever: a ping now and
     // then finds out, and the caller subscribes again.
-    // `interval` refuses a zero period.
-    let mut check = tokio::time::interval(ping_every.max(Duration::from_millis(1)));
+    // `interval` refuses a zero period and overflows on a huge one.
+    let mut check = tokio::time::interval(ping_every.clamp(Duration::from_millis(1), LONGEST_PING_INTERVAL));
     check.tick().await;
     loop {
         tokio::select! {

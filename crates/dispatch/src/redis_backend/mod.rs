@@ -173,6 +173,7 @@ impl fmt::Debug for RedisConfig {
             .field("prefix", &self.prefix)
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
+            .field("listener_ping_every", &self.listener_ping_every)
             .finish()
     }
 }

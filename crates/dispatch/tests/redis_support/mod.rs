@@ -105,6 +105,7 @@ pub struct SlowRedis {
     delay: Arc<std::sync::atomic::AtomicU64>,
     /// Connections accepted before the latest silencing drop what they carry, both ways.
     silenced: Arc<std::sync::atomic::AtomicU64>,
+    accepted: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl SlowRedis {
@@ -121,12 +122,15 @@ impl SlowRedis {
         let silenced = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let held = Arc::clone(&delay);
         let silence = Arc::clone(&silenced);
+        let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&accepted);
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                let generation = silence.load(Ordering::SeqCst);
+                counted.fetch_add(1, Ordering::SeqCst);
                 let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
                 let (mut client_read, mut client_write) = client.into_split();
                 let (mut server_read, mut server_write) = server.into_split();
-                let generation = silence.load(Ordering::SeqCst);
                 let heard = {
                     let silence = Arc::clone(&silence);
                     move || silence.load(Ordering::SeqCst) == generation
@@ -163,7 +167,13 @@ impl SlowRedis {
             addr,
             delay,
             silenced,
+            accepted,
         }
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// From now on the connections already open carry nothing either way, and stay open; new
