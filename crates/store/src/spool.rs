@@ -170,6 +170,10 @@ impl UsageSpool {
                     .create(true)
                     .open(&path)
                     .map_err(io_error(&path))?;
+                // Its name must outlive a crash of the machine as the records synced into it do.
+                if let Some(dir) = path.parent() {
+                    sync_dir(dir).map_err(io_error(dir))?;
+                }
                 (path, file)
             }
         };

@@ -182,3 +182,38 @@ async fn a_file_still_named_creating_is_replayed_when_it_holds_records() {
     assert_eq!(seen, ["spool-req-0", "spool-req-1", "spool-req-2"]);
     assert!(!unnamed.exists(), "removed once replayed");
 }
+
+#[tokio::test]
+async fn set_aside_records_are_replayed_only_once_renamed_to_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spool = UsageSpool::open(dir.path()).unwrap();
+    let refused: Vec<UsageRecord> = (0..3).map(record).collect();
+    let rejected = spool.set_aside(&refused[..2]).unwrap();
+    assert_eq!(
+        spool.set_aside(&refused[2..]).unwrap(),
+        rejected,
+        "one file per process"
+    );
+    assert_eq!(rejected.extension().unwrap(), "rejected");
+    assert!(
+        spool.is_empty(),
+        "set-aside records are not replayed with the others"
+    );
+    drop(spool);
+
+    // The owner is gone: a new process does not pick them up on its own.
+    let mut next = UsageSpool::open(dir.path()).unwrap();
+    assert!(next.is_empty());
+    let (seen, _) = drain(&mut next, 10).await;
+    assert!(seen.is_empty());
+    drop(next);
+
+    // Once the cause is fixed, the operator renames the file and the next start replays it.
+    std::fs::rename(&rejected, rejected.with_extension("jsonl")).unwrap();
+    let mut after = UsageSpool::open(dir.path()).unwrap();
+    assert!(!after.is_empty());
+    let (seen, summary) = drain(&mut after, 10).await;
+    let expected: Vec<String> = refused.iter().map(|r| r.request_id.clone()).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(summary.corrupt_lines, 0);
+}
