@@ -36,7 +36,10 @@ pub(crate) fn listen(
 ) -> Listener {
     let timing = Timing {
         connect_timeout: config.connect_timeout,
-        ping_every: config.listener_ping_every,
+        // `interval` refuses a zero period and overflows on a huge one.
+        ping_every: config
+            .listener_ping_every
+            .clamp(Duration::from_millis(1), LONGEST_PING_INTERVAL),
     };
     let (bump, freed) = watch::channel(());
     let (stop, stopped) = oneshot::channel();
@@ -89,8 +92,7 @@ async fn subscribe(
     let (mut sink, mut messages) = pubsub.split();
     // A quiet channel over a connection a firewall dropped would wait forever: a ping now and
     // then finds out, and the caller subscribes again.
-    // `interval` refuses a zero period and overflows on a huge one.
-    let mut check = tokio::time::interval(ping_every.clamp(Duration::from_millis(1), LONGEST_PING_INTERVAL));
+    let mut check = tokio::time::interval(ping_every);
     check.tick().await;
     loop {
         tokio::select! {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use imagegate_dispatch::{
@@ -102,88 +103,94 @@ pub fn dispatcher(
 /// connections can go silent, as through a firewall that forgot them.
 pub struct SlowRedis {
     pub addr: std::net::SocketAddr,
-    delay: Arc<std::sync::atomic::AtomicU64>,
+    knobs: Arc<RelayKnobs>,
+}
+
+/// What the tests turn on a running relay.
+#[derive(Default)]
+struct RelayKnobs {
+    /// Milliseconds every answer is held back.
+    delay: AtomicU64,
     /// Connections accepted before the latest silencing drop what they carry, both ways.
-    silenced: Arc<std::sync::atomic::AtomicU64>,
-    accepted: Arc<std::sync::atomic::AtomicU64>,
+    silenced: AtomicU64,
+    accepted: AtomicU64,
 }
 
 impl SlowRedis {
     pub async fn start() -> Self {
-        use std::sync::atomic::Ordering;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let delay = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let upstream = redis_url()
             .trim_start_matches("redis://")
             .trim_end_matches('/')
             .to_owned();
-        let silenced = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let held = Arc::clone(&delay);
-        let silence = Arc::clone(&silenced);
-        let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let counted = Arc::clone(&accepted);
+        let knobs = Arc::new(RelayKnobs::default());
+        let relay = Arc::clone(&knobs);
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let generation = silence.load(Ordering::SeqCst);
-                counted.fetch_add(1, Ordering::SeqCst);
+                let generation = relay.silenced.load(Ordering::SeqCst);
+                relay.accepted.fetch_add(1, Ordering::SeqCst);
                 let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
-                let (mut client_read, mut client_write) = client.into_split();
-                let (mut server_read, mut server_write) = server.into_split();
-                let heard = {
-                    let silence = Arc::clone(&silence);
-                    move || silence.load(Ordering::SeqCst) == generation
-                };
-                let heard_too = heard.clone();
-                tokio::spawn(async move {
-                    let mut buffer = vec![0u8; 64 * 1024];
-                    while let Ok(read) = client_read.read(&mut buffer).await {
-                        if read == 0 {
-                            break;
-                        }
-                        if heard_too() && server_write.write_all(&buffer[..read]).await.is_err() {
-                            break;
-                        }
-                    }
-                });
-                let held = Arc::clone(&held);
-                tokio::spawn(async move {
-                    let mut buffer = vec![0u8; 64 * 1024];
-                    while let Ok(read) = server_read.read(&mut buffer).await {
-                        if read == 0 {
-                            break;
-                        }
-                        let wait = held.load(Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(wait)).await;
-                        if heard() && client_write.write_all(&buffer[..read]).await.is_err() {
-                            break;
-                        }
-                    }
-                });
+                let (client_read, client_write) = client.into_split();
+                let (server_read, server_write) = server.into_split();
+                tokio::spawn(forward(
+                    client_read,
+                    server_write,
+                    Arc::clone(&relay),
+                    generation,
+                    false,
+                ));
+                tokio::spawn(forward(
+                    server_read,
+                    client_write,
+                    Arc::clone(&relay),
+                    generation,
+                    true,
+                ));
             }
         });
-        Self {
-            addr,
-            delay,
-            silenced,
-            accepted,
-        }
+        Self { addr, knobs }
     }
 
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
-        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+        self.knobs.accepted.load(Ordering::SeqCst)
     }
 
     /// From now on the connections already open carry nothing either way, and stay open; new
     /// connections work.
     pub fn silence_open_connections(&self) {
-        self.silenced.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.knobs.silenced.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Holds every answer back by `millis` from now on.
     pub fn hold_answers(&self, millis: u64) {
-        self.delay.store(millis, std::sync::atomic::Ordering::SeqCst);
+        self.knobs.delay.store(millis, Ordering::SeqCst);
+    }
+}
+
+/// Copies one direction of a relayed connection until either side closes; answers (`held`) wait
+/// for the relay's delay first, and nothing passes once the connection was silenced.
+async fn forward(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    relay: Arc<RelayKnobs>,
+    generation: u64,
+    held: bool,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0u8; 64 * 1024];
+    while let Ok(read) = from.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+        if held {
+            let wait = relay.delay.load(Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+        }
+        let heard = relay.silenced.load(Ordering::SeqCst) == generation;
+        if heard && to.write_all(&buffer[..read]).await.is_err() {
+            break;
+        }
     }
 }

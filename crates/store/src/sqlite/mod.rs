@@ -218,22 +218,16 @@ mod tests {
         let store = SqliteStore::connect_file(&dir.path().join("t.db"), crypto)
             .await
             .unwrap();
-        let synchronous = |pool: &sqlx::SqlitePool| {
-            let pool = pool.clone();
-            async move {
-                let (mode,): (i64,) = sqlx::query_as("PRAGMA synchronous")
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-                mode
-            }
-        };
-        assert_eq!(synchronous(&store.pool).await, FULL);
-        assert_eq!(
-            synchronous(store.usage.pool(&store.pool)).await,
-            FULL,
-            "the usage lane too"
-        );
+        for (pool, lane) in [
+            (&store.pool, "ordinary"),
+            (store.usage.pool(&store.pool), "usage"),
+        ] {
+            let (mode,): (i64,) = sqlx::query_as("PRAGMA synchronous")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            assert_eq!(mode, FULL, "the {lane} lane");
+        }
     }
 
     #[cfg(target_os = "linux")]
