@@ -130,10 +130,10 @@ impl AccountDirectory {
                 return Ok(None);
             }
             // One credential sealed under another master key (a replica behind in a key rotation,
-            // say) costs that account, not every account.
+            // say) or for another account costs that account, not every account.
             Err(StoreError::Crypto(err)) => {
                 tracing::error!(account = %account.name, error = %err,
-                    "the master key does not open this account's credential; it is not used");
+                    "the master key does not open this account's credential (sealed under another key, or for another account); it is not used");
                 return Ok(None);
             }
             Err(err) => return Err(err),

@@ -46,7 +46,7 @@ pub mod redis_store {
     use async_trait::async_trait;
     use imagegate_console::{Flash, FlashKind, Reveal};
     use imagegate_console::{Session, SessionError, SessionKey, SessionStore};
-    use imagegate_store::{Crypto, Secret, Timestamp, UserId};
+    use imagegate_store::{Crypto, SealContext, Secret, Timestamp, UserId};
     use redis::aio::ConnectionManager;
     use redis::{AsyncCommands, Script};
     use serde::{Deserialize, Serialize};
@@ -108,13 +108,14 @@ pub mod redis_store {
             format!("{}console:user:{}", self.prefix, user.0)
         }
 
-        /// `session` sealed for the Redis key `at`, which the sealed text names: moved to another
-        /// key (by someone who can write to Redis), it does not open.
+        /// `session` sealed for the Redis key `at` (authenticated as associated data, and named in
+        /// the sealed text, as sessions sealed by earlier versions were): moved to another key (by
+        /// someone who can write to Redis), it does not open.
         fn seal(&self, at: &str, session: &Session) -> Result<Vec<u8>, SessionError> {
             let stored = Stored::new(at, session);
             let json = serde_json::to_vec(&stored).map_err(|e| SessionError::new(e.to_string()))?;
             self.crypto
-                .encrypt(&json)
+                .encrypt(&json, &SealContext::console_session(at))
                 .map_err(|e| SessionError::new(e.to_string()))
         }
 
@@ -124,7 +125,7 @@ pub mod redis_store {
         fn open(&self, at: &str, bytes: &[u8]) -> Option<Session> {
             let json = self
                 .crypto
-                .decrypt(bytes)
+                .decrypt(bytes, &SealContext::console_session(at))
                 .inspect_err(|e| tracing::warn!(error = %e, "a console session could not be opened"))
                 .ok()?;
             let stored = serde_json::from_slice::<Stored>(&json)

@@ -1,7 +1,21 @@
 //! Encryption at rest of upstream account credentials.
 //!
 //! Credentials are sealed with AES-256-GCM under a 32-byte [`MasterKey`]; each encryption uses a
-//! fresh random 96-bit nonce and the stored value is `nonce || ciphertext || tag`.
+//! fresh random 96-bit nonce and the stored value is `nonce || ciphertext || tag`. Every value is
+//! sealed for a [`SealContext`] (what it is and whose it is, authenticated as associated data), and
+//! opens only for that same context: a credential copied into another account's row, or into a
+//! console session, does not open.
+//!
+//! ```
+//! use imagegate_store::{AccountId, Crypto, MasterKey, SealContext};
+//!
+//! let crypto = Crypto::new(&MasterKey::generate()?);
+//! let sealed = crypto.encrypt(b"sk-upstream", &SealContext::account_credential(AccountId(7)))?;
+//! let opened = crypto.decrypt(&sealed, &SealContext::account_credential(AccountId(7)))?;
+//! assert_eq!(opened.as_slice(), b"sk-upstream");
+//! assert!(crypto.decrypt(&sealed, &SealContext::account_credential(AccountId(8))).is_err());
+//! # Ok::<(), imagegate_store::CryptoError>(())
+//! ```
 
 use std::fmt;
 use std::io::Write;
@@ -14,6 +28,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use zeroize::Zeroizing;
 
 use crate::error::CryptoError;
+use crate::model::AccountId;
 
 /// The environment variable holding the master key (64 hex digits or base64 of 32 bytes).
 pub const MASTER_KEY_ENV: &str = "IMAGEGATE_MASTER_KEY";
@@ -24,8 +39,31 @@ pub const PREVIOUS_MASTER_KEY_ENV: &str = "IMAGEGATE_PREVIOUS_MASTER_KEY";
 pub const MASTER_KEY_FILE: &str = "master.key";
 
 const NONCE_LEN: usize = 12;
-/// Binds ciphertexts to their purpose and format version.
-const CREDENTIAL_AAD: &[u8] = b"imagegate/account-credential/v1";
+/// The associated data of every value sealed before values were bound to their record (credentials
+/// and console sessions alike): still opened, never written. `accounts rekey` seals such
+/// credentials again for their account.
+const UNBOUND_AAD: &[u8] = b"imagegate/account-credential/v1";
+
+/// What a sealed value is and whose it is, authenticated with it as AES-GCM associated data: the
+/// value opens only for the context it was sealed for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealContext(Vec<u8>);
+
+impl SealContext {
+    /// The credential of account `account`.
+    pub fn account_credential(account: AccountId) -> Self {
+        Self(format!("imagegate/account-credential/v2/{}", account.0).into_bytes())
+    }
+
+    /// A console session stored under `key`.
+    pub fn console_session(key: &str) -> Self {
+        Self(format!("imagegate/console-session/v2/{key}").into_bytes())
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
 
 /// The 32-byte key that encrypts account credentials. `Debug` does not show it; it is zeroed
 /// on drop.
@@ -252,14 +290,14 @@ impl Crypto {
         self
     }
 
-    /// Encrypts `plaintext`; returns `nonce || ciphertext || tag`.
-    pub fn encrypt(&self, plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+    /// Encrypts `plaintext` for `context`; returns `nonce || ciphertext || tag`.
+    pub fn encrypt(&self, plaintext: &[u8], context: &SealContext) -> Result<Vec<u8>, CryptoError> {
         let mut nonce_bytes = [0u8; NONCE_LEN];
         getrandom::fill(&mut nonce_bytes).map_err(|e| CryptoError::Random(e.to_string()))?;
         let nonce = Nonce::from(nonce_bytes);
         let payload = Payload {
             msg: plaintext,
-            aad: CREDENTIAL_AAD,
+            aad: context.as_bytes(),
         };
         let sealed = self
             .cipher
@@ -271,32 +309,33 @@ impl Crypto {
         Ok(out)
     }
 
-    /// Decrypts a value made by [`Crypto::encrypt`] under the master key or the previous one.
-    /// Fails with [`CryptoError::Decrypt`] on a wrong key or altered data.
-    pub fn decrypt(&self, stored: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    /// Decrypts a value made by [`Crypto::encrypt`] for `context` under the master key or the
+    /// previous one (or one sealed before values were bound to a context). Fails with
+    /// [`CryptoError::Decrypt`] on a wrong key, another context or altered data.
+    pub fn decrypt(&self, stored: &[u8], context: &SealContext) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         let (nonce_bytes, sealed) = stored.split_at_checked(NONCE_LEN).ok_or(CryptoError::Decrypt)?;
         let nonce_array: [u8; NONCE_LEN] = nonce_bytes.try_into().map_err(|_| CryptoError::Decrypt)?;
         let nonce = Nonce::from(nonce_array);
-        let open = |cipher: &Aes256Gcm| {
-            let payload = Payload {
-                msg: sealed,
-                aad: CREDENTIAL_AAD,
-            };
-            cipher.decrypt(&nonce, payload).map(Zeroizing::new)
-        };
-        open(&self.cipher)
-            .or_else(|_| self.previous.as_ref().ok_or(aes_gcm::Error).and_then(open))
-            .map_err(|_| CryptoError::Decrypt)
+        let ciphers = std::iter::once(&self.cipher).chain(self.previous.as_ref());
+        [context.as_bytes(), UNBOUND_AAD]
+            .into_iter()
+            .flat_map(|aad| ciphers.clone().map(move |cipher| (cipher, aad)))
+            .find_map(|(cipher, aad)| {
+                let payload = Payload { msg: sealed, aad };
+                cipher.decrypt(&nonce, payload).ok()
+            })
+            .map(Zeroizing::new)
+            .ok_or(CryptoError::Decrypt)
     }
 
-    /// Encrypts a secret string.
-    pub fn seal(&self, secret: &crate::Secret) -> Result<Vec<u8>, CryptoError> {
-        self.encrypt(secret.expose().as_bytes())
+    /// Encrypts a secret string for `context`.
+    pub fn seal(&self, secret: &crate::Secret, context: &SealContext) -> Result<Vec<u8>, CryptoError> {
+        self.encrypt(secret.expose().as_bytes(), context)
     }
 
-    /// Decrypts a value made by [`Crypto::seal`] back into a secret string.
-    pub fn open(&self, stored: &[u8]) -> Result<crate::Secret, CryptoError> {
-        let bytes = self.decrypt(stored)?;
+    /// Decrypts a value made by [`Crypto::seal`] for `context` back into a secret string.
+    pub fn open(&self, stored: &[u8], context: &SealContext) -> Result<crate::Secret, CryptoError> {
+        let bytes = self.decrypt(stored, context)?;
         let text = std::str::from_utf8(&bytes).map_err(|_| CryptoError::Decrypt)?;
         Ok(crate::Secret::new(text))
     }
@@ -317,28 +356,41 @@ impl fmt::Debug for Crypto {
 mod tests {
     use super::*;
 
+    fn own() -> SealContext {
+        SealContext::account_credential(AccountId(1))
+    }
+
     #[test]
     fn round_trip_and_fresh_nonces() {
         let crypto = Crypto::new(&MasterKey::generate().unwrap());
-        let a = crypto.encrypt(b"token-123").unwrap();
-        let b = crypto.encrypt(b"token-123").unwrap();
+        let a = crypto.encrypt(b"token-123", &own()).unwrap();
+        let b = crypto.encrypt(b"token-123", &own()).unwrap();
         assert_ne!(a, b, "same plaintext must not give the same ciphertext");
         assert_eq!(a.len(), NONCE_LEN + 9 + 16);
         assert!(!a.windows(9).any(|w| w == b"token-123"));
-        assert_eq!(crypto.decrypt(&a).unwrap().as_slice(), b"token-123");
+        assert_eq!(crypto.decrypt(&a, &own()).unwrap().as_slice(), b"token-123");
     }
 
     #[test]
     fn wrong_key_and_tampering_fail() {
         let crypto = Crypto::new(&MasterKey::generate().unwrap());
         let other = Crypto::new(&MasterKey::generate().unwrap());
-        let mut sealed = crypto.encrypt(b"secret").unwrap();
-        assert!(matches!(other.decrypt(&sealed), Err(CryptoError::Decrypt)));
+        let mut sealed = crypto.encrypt(b"secret", &own()).unwrap();
+        assert!(matches!(
+            other.decrypt(&sealed, &own()),
+            Err(CryptoError::Decrypt)
+        ));
         if let Some(byte) = sealed.last_mut() {
             *byte ^= 1;
         }
-        assert!(matches!(crypto.decrypt(&sealed), Err(CryptoError::Decrypt)));
-        assert!(matches!(crypto.decrypt(&[1, 2, 3]), Err(CryptoError::Decrypt)));
+        assert!(matches!(
+            crypto.decrypt(&sealed, &own()),
+            Err(CryptoError::Decrypt)
+        ));
+        assert!(matches!(
+            crypto.decrypt(&[1, 2, 3], &own()),
+            Err(CryptoError::Decrypt)
+        ));
     }
 
     #[test]
@@ -346,17 +398,73 @@ mod tests {
         let old_key = MasterKey::generate().unwrap();
         let new_key = MasterKey::generate().unwrap();
         let old = Crypto::new(&old_key);
-        let sealed_before = old.encrypt(b"secret").unwrap();
+        let sealed_before = old.encrypt(b"secret", &own()).unwrap();
         let rotating = Crypto::new(&new_key).with_previous(Some(&old_key));
-        assert_eq!(rotating.decrypt(&sealed_before).unwrap().as_slice(), b"secret");
-        let sealed_again = rotating.encrypt(b"secret").unwrap();
+        assert_eq!(
+            rotating.decrypt(&sealed_before, &own()).unwrap().as_slice(),
+            b"secret"
+        );
+        let sealed_again = rotating.encrypt(b"secret", &own()).unwrap();
         let after = Crypto::new(&new_key);
-        assert_eq!(after.decrypt(&sealed_again).unwrap().as_slice(), b"secret");
-        assert!(matches!(after.decrypt(&sealed_before), Err(CryptoError::Decrypt)));
-        assert!(matches!(old.decrypt(&sealed_again), Err(CryptoError::Decrypt)));
+        assert_eq!(
+            after.decrypt(&sealed_again, &own()).unwrap().as_slice(),
+            b"secret"
+        );
+        assert!(matches!(
+            after.decrypt(&sealed_before, &own()),
+            Err(CryptoError::Decrypt)
+        ));
+        assert!(matches!(
+            old.decrypt(&sealed_again, &own()),
+            Err(CryptoError::Decrypt)
+        ));
         let unrelated = Crypto::new(&MasterKey::generate().unwrap()).with_previous(Some(&new_key));
         assert!(matches!(
-            unrelated.decrypt(&sealed_before),
+            unrelated.decrypt(&sealed_before, &own()),
+            Err(CryptoError::Decrypt)
+        ));
+    }
+
+    #[test]
+    fn a_value_opens_only_for_the_context_it_was_sealed_for() {
+        let crypto = Crypto::new(&MasterKey::generate().unwrap());
+        let first = SealContext::account_credential(AccountId(1));
+        let sealed = crypto.encrypt(b"sk-first", &first).unwrap();
+        assert_eq!(crypto.decrypt(&sealed, &first).unwrap().as_slice(), b"sk-first");
+        for elsewhere in [
+            SealContext::account_credential(AccountId(2)),
+            SealContext::account_credential(AccountId(11)),
+            SealContext::console_session("1"),
+        ] {
+            assert!(
+                matches!(crypto.decrypt(&sealed, &elsewhere), Err(CryptoError::Decrypt)),
+                "{elsewhere:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_sealed_before_contexts_still_open_under_either_key() {
+        let old_key = MasterKey::generate().unwrap();
+        let new_key = MasterKey::generate().unwrap();
+        // What earlier versions wrote: the same layout, one fixed associated data for every value.
+        let unbound = |key: &MasterKey| {
+            let nonce = [7u8; NONCE_LEN];
+            let payload = Payload {
+                msg: b"sk-old".as_slice(),
+                aad: b"imagegate/account-credential/v1".as_slice(),
+            };
+            let mut out = nonce.to_vec();
+            out.extend(cipher(key).encrypt(&Nonce::from(nonce), payload).unwrap());
+            out
+        };
+        let rotating = Crypto::new(&new_key).with_previous(Some(&old_key));
+        for sealed in [unbound(&new_key), unbound(&old_key)] {
+            assert_eq!(rotating.decrypt(&sealed, &own()).unwrap().as_slice(), b"sk-old");
+        }
+        let stranger = Crypto::new(&MasterKey::generate().unwrap());
+        assert!(matches!(
+            stranger.decrypt(&unbound(&new_key), &own()),
             Err(CryptoError::Decrypt)
         ));
     }

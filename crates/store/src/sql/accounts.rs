@@ -3,7 +3,7 @@
 use sqlx::Pool;
 
 use super::Db;
-use crate::crypto::Crypto;
+use crate::crypto::{Crypto, SealContext};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, GroupId, NewAccount, Timestamp, check_name,
@@ -37,13 +37,12 @@ pub(super) async fn create_account(
     new: NewAccount,
 ) -> StoreResult<Account> {
     check_name("account", &new.name)?;
-    let credential = new.credential.as_ref().map(|c| crypto.seal(c)).transpose()?;
     let now = Timestamp::now().unix_ms();
     let mut tx = pool.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO accounts (name, kind, base_url, tier, priority, concurrency_standard, \
-         concurrency_large, status, main_model, fallback_models, credential, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING id",
+         concurrency_large, status, main_model, fallback_models, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id",
     )
     .bind(&new.name)
     .bind(new.kind.as_str())
@@ -55,14 +54,23 @@ pub(super) async fn create_account(
     .bind(AccountStatus::Active.as_str())
     .bind(new.main_model.as_deref())
     .bind(models_json(&new.fallback_models))
-    .bind(credential)
     .bind(now)
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| StoreError::from_write("account", e))?;
-    insert_groups(&mut tx, AccountId(id), &new.groups).await?;
+    let id = AccountId(id);
+    // Sealed for the id the row was given, in the same transaction.
+    if let Some(credential) = &new.credential {
+        let sealed = crypto.seal(credential, &SealContext::account_credential(id))?;
+        sqlx::query("UPDATE accounts SET credential = $2 WHERE id = $1")
+            .bind(id.0)
+            .bind(sealed)
+            .execute(&mut *tx)
+            .await?;
+    }
+    insert_groups(&mut tx, id, &new.groups).await?;
     tx.commit().await?;
-    account(pool, AccountId(id)).await
+    account(pool, id).await
 }
 
 async fn groups_of(pool: &Pool<Db>, id: AccountId) -> StoreResult<Vec<GroupId>> {
@@ -199,7 +207,8 @@ pub(super) async fn account_credential(
         .fetch_optional(pool)
         .await?;
     let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
-    Ok(sealed.map(|bytes| crypto.open(&bytes)).transpose()?)
+    let context = SealContext::account_credential(id);
+    Ok(sealed.map(|bytes| crypto.open(&bytes, &context)).transpose()?)
 }
 
 pub(super) async fn reseal_account_credential(
@@ -215,7 +224,9 @@ pub(super) async fn reseal_account_credential(
     let Some(sealed) = sealed else {
         return Ok(false);
     };
-    let resealed = crypto.seal(&crypto.open(&sealed)?)?;
+    // Also seals again for its account a value sealed before values were bound to one.
+    let context = SealContext::account_credential(id);
+    let resealed = crypto.seal(&crypto.open(&sealed, &context)?, &context)?;
     // Only over the value just read: a credential refreshed meanwhile is newer, and already sealed.
     let done =
         sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1 AND credential = $4")
@@ -234,7 +245,8 @@ pub(super) async fn update_account_credential(
     id: AccountId,
     credential: Option<&Secret>,
 ) -> StoreResult<()> {
-    let sealed = credential.map(|c| crypto.seal(c)).transpose()?;
+    let context = SealContext::account_credential(id);
+    let sealed = credential.map(|c| crypto.seal(c, &context)).transpose()?;
     let done = sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1")
         .bind(id.0)
         .bind(sealed)

@@ -13,6 +13,7 @@ crate::on_every_backend!(
     account_crud,
     credential_is_encrypted_at_rest,
     credentials_move_to_a_new_master_key,
+    a_credential_opens_only_in_its_own_account_row,
     resealing_never_writes_over_a_credential_refreshed_meanwhile
 );
 
@@ -312,4 +313,79 @@ async fn resealing_never_writes_over_a_credential_refreshed_meanwhile(db: Arc<Te
         let stored = store.account_credential(account.id).await.unwrap().unwrap();
         assert_eq!(stored.expose(), refreshed, "round {round}");
     }
+}
+
+/// What versions before credentials were bound to their account wrote: `nonce || ciphertext ||
+/// tag` under one associated data for every row.
+fn sealed_unbound(key: &MasterKey, plaintext: &str) -> Vec<u8> {
+    use aes_gcm::aead::{Aead, KeyInit, Payload};
+    use base64::Engine as _;
+    let key_bytes = base64::engine::general_purpose::STANDARD
+        .decode(key.to_base64().expose())
+        .unwrap();
+    let cipher = aes_gcm::Aes256Gcm::new_from_slice(&key_bytes).unwrap();
+    let nonce = [9u8; 12];
+    let payload = Payload {
+        msg: plaintext.as_bytes(),
+        aad: b"imagegate/account-credential/v1".as_slice(),
+    };
+    let mut sealed = nonce.to_vec();
+    sealed.extend(cipher.encrypt(&nonce.into(), payload).unwrap());
+    sealed
+}
+
+async fn credential_of(db: &TestDb, account: &str) -> Vec<u8> {
+    let sql = format!("SELECT credential FROM accounts WHERE name = '{account}'");
+    db.raw_bytes(&sql).await.remove(0)
+}
+
+async fn a_credential_opens_only_in_its_own_account_row(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    for (name, credential) in [("a", "sk-a"), ("b", "sk-b")] {
+        store
+            .create_account(NewAccount {
+                credential: Some(Secret::new(credential)),
+                ..NewAccount::new(name, AccountKind::Openai)
+            })
+            .await
+            .unwrap();
+    }
+    let a = store.account_by_name("a").await.unwrap().unwrap().id;
+    let b = store.account_by_name("b").await.unwrap().unwrap().id;
+
+    // Someone who can write to the database but has no key copies a's credential into b's row.
+    let sealed_for_a = credential_of(&db, "a").await;
+    db.execute_with_bytes(
+        "UPDATE accounts SET credential = $1 WHERE name = 'b'",
+        &sealed_for_a,
+    )
+    .await;
+    let err = store.account_credential(b).await.unwrap_err();
+    assert!(matches!(err, StoreError::Crypto(CryptoError::Decrypt)), "{err:?}");
+    assert_eq!(
+        store.account_credential(a).await.unwrap().unwrap().expose(),
+        "sk-a"
+    );
+
+    // A credential sealed by an earlier version, bound to no row, still opens; a rekey seals it
+    // again for its own row, after which it no longer opens elsewhere.
+    let unbound = sealed_unbound(&db.master_key, "sk-legacy");
+    db.execute_with_bytes("UPDATE accounts SET credential = $1 WHERE name = 'b'", &unbound)
+        .await;
+    assert_eq!(
+        store.account_credential(b).await.unwrap().unwrap().expose(),
+        "sk-legacy"
+    );
+    let done = imagegate_store::reseal_credentials(store).await.unwrap();
+    assert_eq!((done.resealed, done.unreadable.len()), (2, 0), "{done:?}");
+    let bound = credential_of(&db, "b").await;
+    assert_ne!(bound, unbound);
+    assert_eq!(
+        store.account_credential(b).await.unwrap().unwrap().expose(),
+        "sk-legacy"
+    );
+    db.execute_with_bytes("UPDATE accounts SET credential = $1 WHERE name = 'a'", &bound)
+        .await;
+    let err = store.account_credential(a).await.unwrap_err();
+    assert!(matches!(err, StoreError::Crypto(CryptoError::Decrypt)), "{err:?}");
 }

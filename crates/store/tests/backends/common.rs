@@ -79,6 +79,20 @@ impl TestDb {
         }
     }
 
+    /// Runs `sql` with `bytes` bound to `$1`.
+    pub async fn execute_with_bytes(&self, sql: &str, bytes: &[u8]) {
+        match self.kind {
+            Kind::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query(sql).bind(bytes).execute(&mut conn).await.unwrap();
+            }
+            Kind::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query(sql).bind(bytes).execute(&mut conn).await.unwrap();
+            }
+        }
+    }
+
     /// The first column of every row of `sql`, read as text.
     pub async fn raw_strings(&self, sql: &str) -> Vec<String> {
         match self.kind {
