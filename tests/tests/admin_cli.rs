@@ -246,3 +246,90 @@ async fn a_credential_the_master_key_cannot_open_costs_only_its_own_account() {
     let stats = s.sim_stats().await;
     assert_eq!(stats["by_token"][credential("acct-a")]["requests"], 2, "{stats}");
 }
+
+/// Runs `sql` on the gateway's SQLite database in `dir`.
+async fn on_the_database(dir: &std::path::Path, sql: &str) {
+    use sqlx::Connection as _;
+    let url = format!("sqlite://{}", dir.join("imagegate.db").display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query(sql).execute(&mut conn).await.unwrap();
+}
+
+/// The spool's files of set-aside records, once the writer has made one (up to 30 s).
+async fn set_aside_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    for _ in 0..300 {
+        let found: Vec<_> = std::fs::read_dir(dir.join("usage-spool"))
+            .map(|entries| {
+                entries
+                    .map(|entry| entry.unwrap().path())
+                    .filter(|path| path.extension().is_some_and(|e| e == "rejected"))
+                    .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.len() > 0))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !found.is_empty() {
+            return found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no set-aside usage records after 30 s");
+}
+
+#[tokio::test]
+async fn usage_records_the_database_refused_are_replayed_from_the_cli() {
+    let s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
+    let dir = s.dir.path();
+    // For a while the database refuses usage records (a constraint an operator added, say).
+    on_the_database(
+        dir,
+        "CREATE TRIGGER refuse_usage BEFORE INSERT ON usage_records \
+         BEGIN SELECT RAISE(ABORT, 'usage refused for the test'); END",
+    )
+    .await;
+    let response = s
+        .post_json("/images/generations", generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let request_id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let files = set_aside_files(dir).await;
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = files[0].to_str().unwrap();
+    assert!(std::fs::read_to_string(file).unwrap().contains(&request_id));
+
+    // Replayed while the cause is still there: refused again, said so, exit status 1.
+    let refused = admin_output(dir, &["usage", "replay", file], "", &[]);
+    assert!(!refused.status.success());
+    let out = String::from_utf8_lossy(&refused.stdout);
+    assert!(out.contains("0 record(s) inserted, 0 already stored"), "{out}");
+    assert!(
+        out.contains(&format!("line 1: record {request_id} refused by the database")),
+        "{out}"
+    );
+    assert!(out.contains("usage refused for the test"), "{out}");
+
+    // The cause fixed, the record gets in, once, with the fields the gateway gave it.
+    on_the_database(dir, "DROP TRIGGER refuse_usage").await;
+    let out = admin(dir, &["usage", "replay", file]);
+    assert!(out.contains("1 record(s) inserted, 0 already stored"), "{out}");
+    assert!(out.contains("it can be removed"), "{out}");
+    let again = admin(dir, &["usage", "replay", file]);
+    assert!(
+        again.contains("0 record(s) inserted, 1 already stored"),
+        "{again}"
+    );
+    let listed: Value = serde_json::from_str(&admin(dir, &["usage", "list", "--json"])).unwrap();
+    let records = listed.as_array().unwrap();
+    assert_eq!(records.len(), 1, "{listed}");
+    assert_eq!(records[0]["request_id"], request_id.as_str());
+    assert_eq!(records[0]["size_requested"], "1024x1024");
+
+    // A line that is not a record (a write cut short) is reported.
+    let mixed = dir.join("mixed.jsonl");
+    std::fs::write(&mixed, "{\"request_id\":\"cut sh\n").unwrap();
+    let cut = admin_output(dir, &["usage", "replay", mixed.to_str().unwrap()], "", &[]);
+    assert!(!cut.status.success());
+    let out = String::from_utf8_lossy(&cut.stdout);
+    assert!(out.contains("line 1: not a usage record"), "{out}");
+}

@@ -58,6 +58,7 @@ pub mod keys;
 mod model;
 mod priority;
 mod rekey;
+mod replay;
 mod rows;
 mod secret;
 mod spool;
@@ -82,6 +83,7 @@ pub use model::{
 };
 pub use priority::WriterPriority;
 pub use rekey::{Resealed, reseal_credentials};
+pub use replay::{RefusedRecord, ReplayError, Replayed, UnreadableLine, replay_usage_file};
 pub use secret::Secret;
 pub use spool::{SpoolError, UsageSpool};
 pub use store::Store;

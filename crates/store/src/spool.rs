@@ -14,8 +14,9 @@
 //!
 //! Records the database refuses one by one (a constraint, a value it cannot take) are set aside in
 //! `usage-<pid>-<nanos>.rejected` beside them, in the same format, so they cannot hold back the
-//! others. They are never replayed on their own: once the cause is fixed, renaming the file to
-//! `*.jsonl` makes the next start replay it.
+//! others. They are never replayed on their own: once the cause is fixed,
+//! [`replay_usage_file`](crate::replay_usage_file) (`imagegate usage replay FILE`) inserts them, or
+//! renaming the file to `*.jsonl` makes the next start replay it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};

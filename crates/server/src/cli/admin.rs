@@ -408,7 +408,53 @@ fn tier_of(tier: TierArg) -> AccountTier {
 }
 
 pub async fn usage(store: &Arc<dyn Store>, command: UsageCommand) -> Result<()> {
-    let UsageCommand::List { json, limit } = command;
+    match command {
+        UsageCommand::List { json, limit } => list_usage(store, json, limit).await,
+        UsageCommand::Replay { files } => replay_usage(store, &files).await,
+    }
+}
+
+async fn replay_usage(store: &Arc<dyn Store>, files: &[std::path::PathBuf]) -> Result<()> {
+    let mut incomplete = Vec::new();
+    for path in files {
+        let done = imagegate_store::replay_usage_file(store.as_ref(), path)
+            .await
+            .map_err(|e| AdminError::Usage(e.to_string()))?;
+        println!(
+            "{}: {} record(s) inserted, {} already stored",
+            path.display(),
+            done.inserted,
+            done.already_stored
+        );
+        for refused in &done.refused {
+            println!(
+                "  line {}: record {} refused by the database: {}",
+                refused.line, refused.request_id, refused.reason
+            );
+        }
+        for unreadable in &done.unreadable {
+            println!(
+                "  line {}: not a usage record: {}",
+                unreadable.line, unreadable.reason
+            );
+        }
+        if done.is_complete() {
+            println!("  every record of the file is stored; it can be removed");
+        } else {
+            incomplete.push(path.display().to_string());
+        }
+    }
+    if incomplete.is_empty() {
+        Ok(())
+    } else {
+        Err(AdminError::Usage(format!(
+            "not every record was stored, from {}",
+            incomplete.join(", ")
+        )))
+    }
+}
+
+async fn list_usage(store: &Arc<dyn Store>, json: bool, limit: u32) -> Result<()> {
     let entries = store
         .list_usage(&UsageFilter {
             limit: Some(limit),

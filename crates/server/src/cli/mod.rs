@@ -50,7 +50,7 @@ pub enum Command {
     /// Manage upstream accounts.
     #[command(subcommand)]
     Accounts(AccountsCommand),
-    /// Read usage records.
+    /// Read usage records, or replay a file of them.
     #[command(subcommand)]
     Usage(UsageCommand),
 }
@@ -230,5 +230,14 @@ pub enum UsageCommand {
         json: bool,
         #[arg(long, default_value_t = 50)]
         limit: u32,
+    },
+    /// Insert the usage records of JSON Lines files: the `*.rejected` files of the usage spool once
+    /// the database's reason for refusing them is fixed, or records copied out of the log, one per
+    /// line. Records already stored are not counted twice; the files are left as they are. Exits
+    /// with status 1 when a record is refused or a line is not a record.
+    Replay {
+        /// The files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
 }

@@ -296,7 +296,7 @@ impl Flusher {
         match self.spool.as_mut().map(|spool| spool.set_aside(records)) {
             Some(Ok(path)) => {
                 tracing::error!(error = %refusal, records = records.len(), path = %path.display(),
-                    "the database refused usage records: set aside (rename the file to *.jsonl to replay it once the cause is fixed)");
+                    "the database refused usage records: set aside (once the cause is fixed, `imagegate usage replay FILE` inserts them)");
                 return;
             }
             Some(Err(error)) => tracing::error!(%error, "could not set aside refused usage records"),

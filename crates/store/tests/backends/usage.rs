@@ -18,7 +18,8 @@ crate::on_every_backend!(
     usage_large_batches,
     usage_writer_flushes_on_shutdown,
     usage_text_the_database_refuses_and_absurd_counts_are_stored,
-    usage_a_record_the_database_refuses_is_set_aside_and_the_rest_stored
+    usage_a_record_the_database_refuses_is_set_aside_and_the_rest_stored,
+    usage_a_file_of_records_is_replayed_by_hand
 );
 
 /// 2024-12-31T00:00:00Z
@@ -488,25 +489,7 @@ async fn usage_writer_flushes_on_shutdown(db: Arc<TestDb>) {
 }
 
 async fn usage_a_record_the_database_refuses_is_set_aside_and_the_rest_stored(db: Arc<TestDb>) {
-    // A trigger stands for whatever the database may refuse in one record (a constraint added by
-    // an operator, a value out of range): the batch fails as a whole, on every try.
-    let trigger: &[&str] = match db.kind {
-        Kind::Sqlite => &["CREATE TRIGGER refuse_poison BEFORE INSERT ON usage_records
-             WHEN NEW.request_id = 'poison'
-             BEGIN SELECT RAISE(ABORT, 'poison refused'); END"],
-        Kind::Postgres => &[
-            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-               IF NEW.request_id = 'poison' THEN
-                 RAISE EXCEPTION 'poison refused' USING ERRCODE = 'check_violation';
-               END IF;
-               RETURN NEW;
-             END $$",
-            "CREATE TRIGGER refuse_poison BEFORE INSERT ON usage_records
-               FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
-        ],
-    };
-    db.execute(trigger).await;
+    refuse_poison(&db).await;
     let dir = tempfile::tempdir().unwrap();
     let config = UsageWriterConfig {
         batch_size: 10,
@@ -547,4 +530,109 @@ async fn usage_a_record_the_database_refuses_is_set_aside_and_the_rest_stored(db
         rejected[0]
     );
     assert_eq!(rejected[0].lines().count(), 1);
+}
+
+/// Makes the database refuse any usage record whose request id is `poison`. A trigger stands for
+/// whatever the database may refuse in one record (a constraint added by an operator, a value out
+/// of range): a batch holding it fails as a whole, on every try.
+async fn refuse_poison(db: &TestDb) {
+    let trigger: &[&str] = match db.kind {
+        Kind::Sqlite => &["CREATE TRIGGER refuse_poison BEFORE INSERT ON usage_records
+             WHEN NEW.request_id = 'poison'
+             BEGIN SELECT RAISE(ABORT, 'poison refused'); END"],
+        Kind::Postgres => &[
+            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+               IF NEW.request_id = 'poison' THEN
+                 RAISE EXCEPTION 'poison refused' USING ERRCODE = 'check_violation';
+               END IF;
+               RETURN NEW;
+             END $$",
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON usage_records
+               FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
+        ],
+    };
+    db.execute(trigger).await;
+}
+
+async fn usage_a_file_of_records_is_replayed_by_hand(db: Arc<TestDb>) {
+    refuse_poison(&db).await;
+    let store = db.store.as_ref();
+    let record = |id: &str| {
+        let mut r = UsageRecord::new(id, "/v1/images/generations", "gpt-image-2");
+        r.created_at = Timestamp::from_unix_ms(DAY_ONE);
+        r
+    };
+    store
+        .insert_usage_batch(&[record("w-0"), record("w-1")])
+        .await
+        .unwrap();
+    // Line 1 is stored already; lines 2 to 121 fill more than one insert, with the poison on
+    // line 52; line 122 was cut short; line 123 is blank.
+    let mut lines = vec![serde_json::to_string(&record("w-1")).unwrap()];
+    lines.extend((0..120).map(|i| {
+        let id = if i == 50 {
+            "poison".to_owned()
+        } else {
+            format!("b-{i}")
+        };
+        serde_json::to_string(&record(&id)).unwrap()
+    }));
+    lines.push(r#"{"request_id":"cut-sh"#.to_owned());
+    lines.push(String::new());
+    lines.push(serde_json::to_string(&record("w-2")).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("usage-1-2.rejected");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let count = || db.raw_ints("SELECT COUNT(*) FROM usage_records");
+
+    let first = imagegate_store::replay_usage_file(store, &path).await.unwrap();
+    assert_eq!((first.inserted, first.already_stored), (120, 1), "{first:?}");
+    assert_eq!(first.refused.len(), 1, "{first:?}");
+    assert_eq!(
+        (first.refused[0].line, first.refused[0].request_id.as_str()),
+        (52, "poison")
+    );
+    assert!(first.refused[0].reason.contains("poison refused"), "{first:?}");
+    assert_eq!(first.unreadable.len(), 1, "{first:?}");
+    assert_eq!(first.unreadable[0].line, 122);
+    assert!(!first.is_complete());
+    assert_eq!(count().await, [122]);
+
+    // The cause fixed, the same file again: only the refused record is new.
+    let untrigger = match db.kind {
+        Kind::Sqlite => "DROP TRIGGER refuse_poison",
+        Kind::Postgres => "DROP TRIGGER refuse_poison ON usage_records",
+    };
+    db.execute(&[untrigger]).await;
+    let second = imagegate_store::replay_usage_file(store, &path).await.unwrap();
+    assert_eq!((second.inserted, second.already_stored), (1, 121), "{second:?}");
+    assert!(second.refused.is_empty(), "{second:?}");
+    assert_eq!(count().await, [123]);
+    assert!(
+        std::fs::read_to_string(&path).unwrap().contains("poison"),
+        "the file is left as it was"
+    );
+
+    let missing = imagegate_store::replay_usage_file(store, &dir.path().join("none.jsonl")).await;
+    assert!(
+        matches!(missing, Err(imagegate_store::ReplayError::Read { .. })),
+        "{missing:?}"
+    );
+    // A database out of reach stops the replay, saying how far it got.
+    store.close().await;
+    let stopped = imagegate_store::replay_usage_file(store, &path)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            stopped,
+            imagegate_store::ReplayError::Store {
+                line: 1,
+                stored: 0,
+                ..
+            }
+        ),
+        "{stopped:?}"
+    );
 }
