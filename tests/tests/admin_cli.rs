@@ -325,11 +325,20 @@ async fn usage_records_the_database_refused_are_replayed_from_the_cli() {
     assert_eq!(records[0]["request_id"], request_id.as_str());
     assert_eq!(records[0]["size_requested"], "1024x1024");
 
-    // A line that is not a record (a write cut short) is reported.
-    let mixed = dir.join("mixed.jsonl");
-    std::fs::write(&mixed, "{\"request_id\":\"cut sh\n").unwrap();
-    let cut = admin_output(dir, &["usage", "replay", mixed.to_str().unwrap()], "", &[]);
-    assert!(!cut.status.success());
-    let out = String::from_utf8_lossy(&cut.stdout);
+    // A file that cannot be read and a line that is not a record (a write cut short) are
+    // reported, each file on its own.
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, "{\"request_id\":\"cut sh\n").unwrap();
+    let missing = dir.join("missing.jsonl");
+    let args = [
+        "usage",
+        "replay",
+        missing.to_str().unwrap(),
+        cut.to_str().unwrap(),
+    ];
+    let partly = admin_output(dir, &args, "", &[]);
+    assert!(!partly.status.success());
+    let out = String::from_utf8_lossy(&partly.stdout);
+    assert!(out.contains(&format!("reading {}", missing.display())), "{out}");
     assert!(out.contains("line 1: not a usage record"), "{out}");
 }

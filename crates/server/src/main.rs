@@ -66,7 +66,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 Command::Accounts(cli::AccountsCommand::Rekey { previous_key_file }) => {
                     let previous =
                         cli::admin::previous_key(previous_key_file.as_deref()).map_err(|e| e.to_string())?;
-                    serve::open_store_rotating(&config, Some(&previous)).await
+                    serve::open_store_rotating(&config, previous.as_ref()).await
                 }
                 _ => serve::open_store(&config).await,
             }

@@ -1,6 +1,6 @@
-//! Encryption at rest of upstream account credentials.
+//! Encryption at rest of upstream account credentials (and of the console's sessions kept in Redis).
 //!
-//! Credentials are sealed with AES-256-GCM under a 32-byte [`MasterKey`]; each encryption uses a
+//! Values are sealed with AES-256-GCM under a 32-byte [`MasterKey`]; each encryption uses a
 //! fresh random 96-bit nonce and the stored value is `nonce || ciphertext || tag`. Every value is
 //! sealed for a [`SealContext`] (what it is and whose it is, authenticated as associated data), and
 //! opens only for that same context: a credential copied into another account's row, or into a
@@ -46,8 +46,16 @@ const UNBOUND_AAD: &[u8] = b"imagegate/account-credential/v1";
 
 /// What a sealed value is and whose it is, authenticated with it as AES-GCM associated data: the
 /// value opens only for the context it was sealed for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SealContext(Vec<u8>);
+
+impl fmt::Debug for SealContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SealContext")
+            .field(&String::from_utf8_lossy(&self.0))
+            .finish()
+    }
+}
 
 impl SealContext {
     /// The credential of account `account`.
@@ -316,16 +324,14 @@ impl Crypto {
         let (nonce_bytes, sealed) = stored.split_at_checked(NONCE_LEN).ok_or(CryptoError::Decrypt)?;
         let nonce_array: [u8; NONCE_LEN] = nonce_bytes.try_into().map_err(|_| CryptoError::Decrypt)?;
         let nonce = Nonce::from(nonce_array);
-        let ciphers = std::iter::once(&self.cipher).chain(self.previous.as_ref());
-        [context.as_bytes(), UNBOUND_AAD]
-            .into_iter()
-            .flat_map(|aad| ciphers.clone().map(move |cipher| (cipher, aad)))
-            .find_map(|(cipher, aad)| {
-                let payload = Payload { msg: sealed, aad };
-                cipher.decrypt(&nonce, payload).ok()
-            })
-            .map(Zeroizing::new)
-            .ok_or(CryptoError::Decrypt)
+        for aad in [context.as_bytes(), UNBOUND_AAD] {
+            for cipher in std::iter::once(&self.cipher).chain(&self.previous) {
+                if let Ok(plaintext) = cipher.decrypt(&nonce, Payload { msg: sealed, aad }) {
+                    return Ok(Zeroizing::new(plaintext));
+                }
+            }
+        }
+        Err(CryptoError::Decrypt)
     }
 
     /// Encrypts a secret string for `context`.

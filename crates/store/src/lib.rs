@@ -83,7 +83,7 @@ pub use model::{
 };
 pub use priority::WriterPriority;
 pub use rekey::{Resealed, reseal_credentials};
-pub use replay::{RefusedRecord, ReplayError, Replayed, UnreadableLine, replay_usage_file};
+pub use replay::{MAX_USAGE_LINE, RefusedRecord, ReplayError, Replayed, UnreadableLine, replay_usage_file};
 pub use secret::Secret;
 pub use spool::{SpoolError, UsageSpool};
 pub use store::Store;

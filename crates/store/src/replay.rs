@@ -2,15 +2,16 @@
 //! (set aside in the spool's `*.rejected` files) once their cause is fixed, or records copied out of
 //! the log, one JSON object per line.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{StoreError, StoreResult};
 use crate::model::UsageRecord;
 use crate::store::Store;
 
-/// Records inserted together; a batch the database refuses is tried again one record at a time.
-const BATCH: usize = 100;
+/// Records inserted together (one statement's worth); a batch the database refuses is tried again
+/// one record at a time.
+const BATCH: usize = 256;
 
 /// What [`replay_usage_file`] did with a file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,7 +83,8 @@ pub enum ReplayError {
 /// Inserts every usage record of `path` (JSON Lines, as the usage spool and its `*.rejected` files
 /// hold them) into `store`. A record the database refuses is reported and does not hold back the
 /// others; one whose request id is already stored is counted, not inserted twice, so replaying a
-/// file again is safe. The file is left as it is.
+/// file again is safe. The file is left as it is. It is read with blocking calls (a command-line
+/// tool's needs), a line at most [`MAX_USAGE_LINE`] bytes long (a record takes about 1 KB).
 pub async fn replay_usage_file(store: &dyn Store, path: &Path) -> Result<Replayed, ReplayError> {
     let read_error = |source| ReplayError::Read {
         path: path.to_owned(),
@@ -90,56 +92,96 @@ pub async fn replay_usage_file(store: &dyn Store, path: &Path) -> Result<Replaye
     };
     let mut reader = BufReader::new(std::fs::File::open(path).map_err(read_error)?);
     let mut replayed = Replayed::default();
-    let mut batch: Vec<(usize, UsageRecord)> = Vec::with_capacity(BATCH);
+    let mut batch = Batch::default();
     let mut text = Vec::new();
     let mut line = 0;
-    loop {
-        text.clear();
-        if reader.read_until(b'\n', &mut text).map_err(read_error)? == 0 {
-            break;
-        }
+    while let Some(complete) = read_line(&mut reader, &mut text).map_err(read_error)? {
         line += 1;
+        if !complete {
+            replayed.unreadable.push(UnreadableLine {
+                line,
+                reason: format!("longer than {MAX_USAGE_LINE} bytes"),
+            });
+            continue;
+        }
         if text.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         match serde_json::from_slice::<UsageRecord>(&text) {
-            Ok(record) => batch.push((line, record)),
+            Ok(record) => {
+                batch.lines.push(line);
+                batch.records.push(record);
+            }
             Err(error) => replayed.unreadable.push(UnreadableLine {
                 line,
                 reason: error.to_string(),
             }),
         }
-        if batch.len() == BATCH {
-            insert(store, &mut batch, &mut replayed).await?;
+        if batch.records.len() == BATCH {
+            batch.insert(store, &mut replayed).await?;
         }
     }
-    insert(store, &mut batch, &mut replayed).await?;
+    batch.insert(store, &mut replayed).await?;
     Ok(replayed)
 }
 
-/// Inserts `batch` (and empties it): whole, or one record at a time when the database refuses it.
-async fn insert(
-    store: &dyn Store,
-    batch: &mut Vec<(usize, UsageRecord)>,
-    replayed: &mut Replayed,
-) -> Result<(), ReplayError> {
-    let records: Vec<UsageRecord> = batch.iter().map(|(_, record)| record.clone()).collect();
-    match store.insert_usage_batch(&records).await {
-        Err(error) if error.is_refusal() && records.len() > 1 => {
-            for entry in batch.iter() {
-                let result = store.insert_usage_batch(std::slice::from_ref(&entry.1)).await;
-                tally(std::slice::from_ref(entry), result, replayed)?;
-            }
-        }
-        result => tally(batch, result, replayed)?,
+/// The longest line read, in bytes.
+pub const MAX_USAGE_LINE: usize = 1 << 20;
+
+/// Reads the next line into `text`: `None` at the end of the file, `Some(false)` for a line longer
+/// than [`MAX_USAGE_LINE`] (skipped to its end, not kept).
+fn read_line(reader: &mut impl BufRead, text: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    text.clear();
+    let limit = u64::try_from(MAX_USAGE_LINE).unwrap_or(u64::MAX);
+    if reader.by_ref().take(limit).read_until(b'\n', text)? == 0 {
+        return Ok(None);
     }
-    batch.clear();
-    Ok(())
+    if text.len() < MAX_USAGE_LINE || text.ends_with(b"\n") {
+        return Ok(Some(true));
+    }
+    loop {
+        text.clear();
+        if reader.by_ref().take(limit).read_until(b'\n', text)? == 0 || text.ends_with(b"\n") {
+            text.clear();
+            return Ok(Some(false));
+        }
+    }
 }
 
-/// Counts what inserting `records` together did.
+/// Records read and not yet inserted, with their lines.
+#[derive(Default)]
+struct Batch {
+    lines: Vec<usize>,
+    records: Vec<UsageRecord>,
+}
+
+impl Batch {
+    /// Inserts the records (and forgets them): together, or one at a time when the database
+    /// refuses them together.
+    async fn insert(&mut self, store: &dyn Store, replayed: &mut Replayed) -> Result<(), ReplayError> {
+        if self.records.is_empty() {
+            return Ok(());
+        }
+        match store.insert_usage_batch(&self.records).await {
+            Err(error) if error.is_refusal() && self.records.len() > 1 => {
+                for (line, record) in self.lines.iter().zip(&self.records) {
+                    let one = std::slice::from_ref(record);
+                    let result = store.insert_usage_batch(one).await;
+                    tally(std::slice::from_ref(line), one, result, replayed)?;
+                }
+            }
+            result => tally(&self.lines, &self.records, result, replayed)?,
+        }
+        self.lines.clear();
+        self.records.clear();
+        Ok(())
+    }
+}
+
+/// Counts what inserting `records` (from `lines`) together did.
 fn tally(
-    records: &[(usize, UsageRecord)],
+    lines: &[usize],
+    records: &[UsageRecord],
     result: StoreResult<u64>,
     replayed: &mut Replayed,
 ) -> Result<(), ReplayError> {
@@ -154,7 +196,7 @@ fn tally(
             let reason = error.to_string();
             replayed
                 .refused
-                .extend(records.iter().map(|(line, record)| RefusedRecord {
+                .extend(lines.iter().zip(records).map(|(line, record)| RefusedRecord {
                     line: *line,
                     request_id: record.request_id.clone(),
                     reason: reason.clone(),
@@ -162,7 +204,7 @@ fn tally(
             Ok(())
         }
         Err(source) => Err(ReplayError::Store {
-            line: records.first().map_or(0, |(line, _)| *line),
+            line: lines.first().copied().unwrap_or(0),
             stored: replayed.inserted + replayed.already_stored,
             source,
         }),

@@ -272,8 +272,10 @@ pub async fn accounts(
             if !done.unreadable.is_empty() {
                 let ids: Vec<String> = done.unreadable.iter().map(|id| id.to_string()).collect();
                 return Err(AdminError::Usage(format!(
-                    "neither key opens the credential of account(s) {}: left as they were",
-                    ids.join(", ")
+                    "no key given opens the credential of account(s) {}: left as they were (after a \
+                     master key change, give the key being replaced with --previous-key-file or {})",
+                    ids.join(", "),
+                    imagegate_store::PREVIOUS_MASTER_KEY_ENV
                 )));
             }
         }
@@ -281,17 +283,12 @@ pub async fn accounts(
     Ok(())
 }
 
-/// The key being replaced in a rotation: from `file`, else from `IMAGEGATE_PREVIOUS_MASTER_KEY`.
-pub fn previous_key(file: Option<&std::path::Path>) -> Result<MasterKey> {
-    let key = match file {
+/// The key being replaced in a rotation, if any: from `file`, else from
+/// `IMAGEGATE_PREVIOUS_MASTER_KEY`.
+pub fn previous_key(file: Option<&std::path::Path>) -> Result<Option<MasterKey>> {
+    Ok(match file {
         Some(path) => Some(MasterKey::read_file(path)?),
         None => MasterKey::previous_from_env()?,
-    };
-    key.ok_or_else(|| {
-        AdminError::Usage(format!(
-            "give the key being replaced with --previous-key-file or {}",
-            imagegate_store::PREVIOUS_MASTER_KEY_ENV
-        ))
     })
 }
 
@@ -415,29 +412,40 @@ pub async fn usage(store: &Arc<dyn Store>, command: UsageCommand) -> Result<()> 
 }
 
 async fn replay_usage(store: &Arc<dyn Store>, files: &[std::path::PathBuf]) -> Result<()> {
+    /// Lines listed per file and kind of problem; the rest are counted.
+    const LISTED: usize = 100;
     let mut incomplete = Vec::new();
     for path in files {
-        let done = imagegate_store::replay_usage_file(store.as_ref(), path)
-            .await
-            .map_err(|e| AdminError::Usage(e.to_string()))?;
+        let done = match imagegate_store::replay_usage_file(store.as_ref(), path).await {
+            Ok(done) => done,
+            // The next file may be readable.
+            Err(error @ imagegate_store::ReplayError::Read { .. }) => {
+                println!("{error}");
+                incomplete.push(path.display().to_string());
+                continue;
+            }
+            Err(error) => return Err(AdminError::Usage(error.to_string())),
+        };
         println!(
             "{}: {} record(s) inserted, {} already stored",
             path.display(),
             done.inserted,
             done.already_stored
         );
-        for refused in &done.refused {
+        for refused in done.refused.iter().take(LISTED) {
             println!(
                 "  line {}: record {} refused by the database: {}",
                 refused.line, refused.request_id, refused.reason
             );
         }
-        for unreadable in &done.unreadable {
+        print_more(done.refused.len(), LISTED, "refused record(s)");
+        for unreadable in done.unreadable.iter().take(LISTED) {
             println!(
                 "  line {}: not a usage record: {}",
                 unreadable.line, unreadable.reason
             );
         }
+        print_more(done.unreadable.len(), LISTED, "line(s) that are not records");
         if done.is_complete() {
             println!("  every record of the file is stored; it can be removed");
         } else {
@@ -451,6 +459,12 @@ async fn replay_usage(store: &Arc<dyn Store>, files: &[std::path::PathBuf]) -> R
             "not every record was stored, from {}",
             incomplete.join(", ")
         )))
+    }
+}
+
+fn print_more(count: usize, listed: usize, what: &str) {
+    if count > listed {
+        println!("  and {} more {what}", count - listed);
     }
 }
 

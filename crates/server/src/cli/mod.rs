@@ -213,8 +213,10 @@ pub enum AccountsCommand {
     },
     /// Remove an account.
     Remove { account: String },
-    /// Seal every stored credential again under the current master key, after a key change: the
-    /// key being replaced comes from --previous-key-file or IMAGEGATE_PREVIOUS_MASTER_KEY.
+    /// Seal every stored credential again under the current master key, each bound to its account:
+    /// after a key change (the key being replaced comes from --previous-key-file or
+    /// IMAGEGATE_PREVIOUS_MASTER_KEY), or without one to bind credentials sealed by versions before
+    /// credentials were bound to their account.
     Rekey {
         /// File holding the key being replaced (e.g. the old master.key moved aside).
         #[arg(long)]

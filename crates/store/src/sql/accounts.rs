@@ -66,7 +66,8 @@ pub(super) async fn create_account(
             .bind(id.0)
             .bind(sealed)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .map_err(|e| StoreError::from_write("account", e))?;
     }
     insert_groups(&mut tx, id, &new.groups).await?;
     tx.commit().await?;

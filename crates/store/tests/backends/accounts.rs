@@ -367,15 +367,20 @@ async fn a_credential_opens_only_in_its_own_account_row(db: Arc<TestDb>) {
         "sk-a"
     );
 
-    // A credential sealed by an earlier version, bound to no row, still opens; a rekey seals it
-    // again for its own row, after which it no longer opens elsewhere.
+    // A credential sealed by an earlier version, bound to no row, still opens, in any row (only a
+    // key rotation shuts out copies of one); a rekey seals it again for its own row, after which it
+    // no longer opens elsewhere.
     let unbound = sealed_unbound(&db.master_key, "sk-legacy");
-    db.execute_with_bytes("UPDATE accounts SET credential = $1 WHERE name = 'b'", &unbound)
-        .await;
-    assert_eq!(
-        store.account_credential(b).await.unwrap().unwrap().expose(),
-        "sk-legacy"
-    );
+    for row in ["a", "b"] {
+        let sql = format!("UPDATE accounts SET credential = $1 WHERE name = '{row}'");
+        db.execute_with_bytes(&sql, &unbound).await;
+    }
+    for id in [a, b] {
+        assert_eq!(
+            store.account_credential(id).await.unwrap().unwrap().expose(),
+            "sk-legacy"
+        );
+    }
     let done = imagegate_store::reseal_credentials(store).await.unwrap();
     assert_eq!((done.resealed, done.unreadable.len()), (2, 0), "{done:?}");
     let bound = credential_of(&db, "b").await;

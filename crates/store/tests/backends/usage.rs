@@ -567,10 +567,11 @@ async fn usage_a_file_of_records_is_replayed_by_hand(db: Arc<TestDb>) {
         .insert_usage_batch(&[record("w-0"), record("w-1")])
         .await
         .unwrap();
-    // Line 1 is stored already; lines 2 to 121 fill more than one insert, with the poison on
-    // line 52; line 122 was cut short; line 123 is blank.
+    // Line 1 is stored already; lines 2 to 301 fill more than one insert, with the poison on
+    // line 52; line 302 was cut short; line 303 is blank; line 304 is new; line 305 is too long to
+    // be a record, and the record on line 306 after it is read.
     let mut lines = vec![serde_json::to_string(&record("w-1")).unwrap()];
-    lines.extend((0..120).map(|i| {
+    lines.extend((0..300).map(|i| {
         let id = if i == 50 {
             "poison".to_owned()
         } else {
@@ -581,23 +582,26 @@ async fn usage_a_file_of_records_is_replayed_by_hand(db: Arc<TestDb>) {
     lines.push(r#"{"request_id":"cut-sh"#.to_owned());
     lines.push(String::new());
     lines.push(serde_json::to_string(&record("w-2")).unwrap());
+    lines.push("x".repeat(imagegate_store::MAX_USAGE_LINE + 10));
+    lines.push(serde_json::to_string(&record("w-3")).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("usage-1-2.rejected");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let count = || db.raw_ints("SELECT COUNT(*) FROM usage_records");
 
     let first = imagegate_store::replay_usage_file(store, &path).await.unwrap();
-    assert_eq!((first.inserted, first.already_stored), (120, 1), "{first:?}");
+    assert_eq!((first.inserted, first.already_stored), (301, 1), "{first:?}");
     assert_eq!(first.refused.len(), 1, "{first:?}");
     assert_eq!(
         (first.refused[0].line, first.refused[0].request_id.as_str()),
         (52, "poison")
     );
     assert!(first.refused[0].reason.contains("poison refused"), "{first:?}");
-    assert_eq!(first.unreadable.len(), 1, "{first:?}");
-    assert_eq!(first.unreadable[0].line, 122);
+    let unreadable: Vec<usize> = first.unreadable.iter().map(|u| u.line).collect();
+    assert_eq!(unreadable, [302, 305], "{first:?}");
+    assert!(first.unreadable[1].reason.contains("longer than"), "{first:?}");
     assert!(!first.is_complete());
-    assert_eq!(count().await, [122]);
+    assert_eq!(count().await, [303]);
 
     // The cause fixed, the same file again: only the refused record is new.
     let untrigger = match db.kind {
@@ -606,9 +610,9 @@ async fn usage_a_file_of_records_is_replayed_by_hand(db: Arc<TestDb>) {
     };
     db.execute(&[untrigger]).await;
     let second = imagegate_store::replay_usage_file(store, &path).await.unwrap();
-    assert_eq!((second.inserted, second.already_stored), (1, 121), "{second:?}");
+    assert_eq!((second.inserted, second.already_stored), (1, 302), "{second:?}");
     assert!(second.refused.is_empty(), "{second:?}");
-    assert_eq!(count().await, [123]);
+    assert_eq!(count().await, [304]);
     assert!(
         std::fs::read_to_string(&path).unwrap().contains("poison"),
         "the file is left as it was"
