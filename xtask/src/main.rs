@@ -1,12 +1,17 @@
 //! Project tasks, run as `cargo xtask <task>`:
 //!
 //! - `schemas [--check]`: write the JSON Schemas of the public wire types and of the registry manifest
-//!   into `schemas/`; with `--check`, fail when a committed schema is stale, missing or extra.
-//! - `bench [--quick] [--no-litellm]`: measure the gateway against its floor (straight to the
-//!   simulator) and the LiteLLM proxy, run the criterion microbenchmarks, and write
-//!   `docs/benchmarks.md` (generated section) and `docs/benchmarks.json`.
+//!   into `schemas/`; with `--check`, only run the tests that fail when a published schema is stale,
+//!   missing or extra.
+//! - `bench [--quick] [--no-litellm] [--only ID]`: build the harness in `crates/bench` in release
+//!   and run it: it measures the gateway against its floor (straight to the simulator) and the
+//!   LiteLLM proxy, runs the criterion microbenchmarks, and writes `docs/benchmarks.md` (generated
+//!   section) and `docs/benchmarks.json`.
 //! - `test`: prepare the test environment (`scripts/setup-test-env.sh`: services, Python SDK venv,
 //!   browser) and run the whole test suite (nextest, then doctests).
+//!
+//! It depends on nothing but the standard library, so `cargo xtask` builds in seconds on a fresh
+//! checkout; the tasks run cargo for everything else.
 
 mod bench;
 mod schemas;
@@ -32,7 +37,7 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> String {
-    "usage: cargo xtask schemas [--check] | cargo xtask test [--no-setup] [NEXTEST ARGS...] | cargo xtask bench [--quick] [--no-litellm]"
+    "usage: cargo xtask schemas [--check] | cargo xtask test [--no-setup] [NEXTEST ARGS...] | cargo xtask bench [--quick] [--no-litellm] [--only ID]"
         .to_owned()
 }
 
@@ -40,4 +45,15 @@ fn usage() -> String {
 fn workspace_root() -> std::path::PathBuf {
     let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// Runs `command`, failing unless it exits successfully.
+fn status(command: &mut std::process::Command) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    let status = command.status().map_err(|e| format!("{shown}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed: {status}"))
+    }
 }

@@ -12,17 +12,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let setup = !args.iter().any(|a| a == "--no-setup");
     let passthrough: Vec<&String> = args.iter().filter(|a| *a != "--no-setup").collect();
     if setup {
-        status(
+        crate::status(
             Command::new("bash")
                 .arg(root.join("scripts/setup-test-env.sh"))
                 .current_dir(&root),
         )?;
     }
-    // The end-to-end tests spawn the real binaries, which `nextest` does not build on its own
-    // (with the same features, so its build reuses them).
-    status(
+    // One build of every target with the features the tests use: the end-to-end tests spawn the
+    // real binaries, which `nextest` does not build on its own, and building them in the same
+    // invocation as the tests resolves the dependencies' features once, so nextest and the
+    // doctests below reuse every artifact instead of compiling a second variant of each.
+    crate::status(
         Command::new("cargo")
-            .args(["build", "--workspace", "--bins", "--features", FEATURES])
+            .args(["build", "--workspace", "--all-targets", "--features", FEATURES])
             .current_dir(&root),
     )?;
     let mut nextest = Command::new("cargo");
@@ -38,20 +40,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ])
         .args(passthrough)
         .current_dir(&root);
-    status(&mut nextest)?;
-    status(
+    crate::status(&mut nextest)?;
+    crate::status(
         Command::new("cargo")
-            .args(["test", "--workspace", "--doc"])
+            .args(["test", "--workspace", "--doc", "--features", FEATURES])
             .current_dir(&root),
     )
-}
-
-fn status(command: &mut Command) -> Result<(), String> {
-    let shown = format!("{command:?}");
-    let status = command.status().map_err(|e| format!("{shown}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} failed: {status}"))
-    }
 }

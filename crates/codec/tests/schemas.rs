@@ -72,3 +72,52 @@ fn key_schemas_require_what_the_sdks_require() {
     let edit = all["images-edit-request"].to_string();
     assert!(edit.contains("\"binary\""), "file parts are binary");
 }
+
+/// The schema files the project publishes in `schemas/` are the ones this crate generates (plus the
+/// registry manifest's, which `imagegate-manifest`'s tests keep identical to its canonical copy).
+/// `cargo xtask schemas` runs this test with `IMAGEGATE_UPDATE_SCHEMAS=1`, which writes the files
+/// instead of comparing them.
+#[test]
+fn the_published_schema_files_are_the_generated_ones() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas");
+    let update = std::env::var_os("IMAGEGATE_UPDATE_SCHEMAS").is_some_and(|v| v == "1");
+    let expected: BTreeMap<String, String> = schemas()
+        .into_iter()
+        .map(|(stem, schema)| {
+            let mut text = serde_json::to_string_pretty(&schema).unwrap();
+            text.push('\n');
+            (format!("{stem}.schema.json"), text)
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".schema.json")
+            && name != "registry-manifest.schema.json"
+            && !expected.contains_key(&name)
+        {
+            problems.push(format!("{name}: no longer generated"));
+            if update {
+                std::fs::remove_file(dir.join(&name)).unwrap();
+            }
+        }
+    }
+    for (name, text) in &expected {
+        let current = std::fs::read_to_string(dir.join(name)).ok();
+        if current.as_deref() != Some(text.as_str()) {
+            let what = if current.is_some() { "stale" } else { "missing" };
+            problems.push(format!("{name}: {what}"));
+            if update {
+                std::fs::write(dir.join(name), text).unwrap();
+            }
+        }
+    }
+    for problem in &problems {
+        println!("updated {problem}");
+    }
+    assert!(
+        update || problems.is_empty(),
+        "schemas/ is out of date; run `cargo xtask schemas`:\n  {}",
+        problems.join("\n  ")
+    );
+}

@@ -1,13 +1,24 @@
-//! `cargo xtask bench [--quick] [--no-litellm] [--only ID]`: measures imagegate against its floor (the load
-//! generator straight to `imagegate-sim`) and the LiteLLM proxy, side by side in one run, runs the
-//! criterion microbenchmarks, and writes `docs/benchmarks.md` (between markers) and
-//! `docs/benchmarks.json`.
+//! `imagegate-bench`: the harness behind `cargo xtask bench [--quick] [--no-litellm] [--only ID]`.
+//! It measures imagegate against its floor (the load generator straight to `imagegate-sim`) and
+//! the LiteLLM proxy, side by side in one run, runs the criterion microbenchmarks, and writes
+//! `docs/benchmarks.md` (between markers) and `docs/benchmarks.json`.
 //!
 //! `--quick`: 1 s per scenario and short criterion runs, and LiteLLM only if already installed; its
 //! report goes to `target/bench-quick/` so the committed figures stay those of a full run.
 //!
 //! `--only ID` (repeatable): only the scenarios whose id contains `ID` (e.g. `small-c16`), no
 //! microbenchmarks; for iterating on one figure. Its report also goes to `target/bench-quick/`.
+//!
+//! This process is also the load generator, so it runs as a release build: `cargo xtask bench`
+//! builds it and hands it the arguments, with the seconds that build took.
+//!
+//! ```text
+//! cargo xtask bench --only small-c16
+//! # is: cargo build --release -p imagegate-bench && target/release/imagegate-bench --only small-c16
+//! ```
+//!
+//! It lives in its own crate, not in `xtask`, so that `cargo xtask` (and with it the README's test
+//! command) builds in seconds: nothing here is compiled until a bench is run.
 
 mod cpu_time;
 mod litellm;
@@ -21,7 +32,7 @@ mod scenarios;
 mod targets;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -141,21 +152,39 @@ impl Rounds {
     }
 }
 
-/// Set by a debug build of this command for the release build it hands the run to: the seconds
-/// it spent before (building that release), counted in the run's duration.
+/// Set by `cargo xtask bench` for this process: the seconds it spent before (building this
+/// harness in release), counted in the run's duration.
 const EARLIER_SECONDS: &str = "IMAGEGATE_BENCH_EARLIER_S";
 
-pub fn run(args: &[String]) -> Result<(), String> {
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("imagegate-bench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: this crate lives two folders below it.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(manifest_dir)
+        .to_path_buf()
+}
+
+fn run(args: &[String]) -> Result<(), String> {
     let options = Options::parse(args)?;
     let started = Instant::now();
-    let root = crate::workspace_root();
+    let root = workspace_root();
     // This process is the load generator: unoptimized, it would spend CPU 1 (shared with the
-    // simulators) on itself and the floor would measure it. `cargo xtask` builds in debug.
+    // simulators) on itself and the floor would measure it.
     if cfg!(debug_assertions) {
-        if std::env::var_os(EARLIER_SECONDS).is_some() {
-            return Err("bench: the release build of xtask has debug assertions on (CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS?); it would hand the run on again".to_owned());
-        }
-        return run_release_build(&root, args, started);
+        return Err("a build with debug assertions is too slow a load generator: run `cargo xtask bench`, which builds this harness in release".to_owned());
     }
     let earlier = std::env::var(EARLIER_SECONDS)
         .ok()
@@ -229,22 +258,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
         report.duration_s
     );
     Ok(())
-}
-
-/// Builds this command in release and runs the bench with it, counting the build in its duration.
-fn run_release_build(root: &Path, args: &[String], started: Instant) -> Result<(), String> {
-    status(
-        Command::new("cargo")
-            .args(["build", "--release", "-p", "xtask"])
-            .current_dir(root),
-    )?;
-    status(
-        Command::new(root.join("target/release/xtask"))
-            .arg("bench")
-            .args(args)
-            .env(EARLIER_SECONDS, started.elapsed().as_secs_f64().to_string())
-            .current_dir(root),
-    )
 }
 
 /// The release binaries and, for a full run, the criterion benches.

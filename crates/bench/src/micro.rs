@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn estimates_are_collected_by_id_in_natural_order() {
-        let dir = std::env::temp_dir().join(format!("xtask-micro-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("imagegate-bench-micro-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for id in [
             "pick_lease_release/idle/10000",

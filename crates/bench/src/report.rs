@@ -141,7 +141,7 @@ pub fn commands(options: &Options) -> Vec<String> {
     )];
     list.push("# which runs:".to_owned());
     list.push(format!(
-        "cargo build --release -p xtask && target/release/xtask bench ...   # the load generator, optimized; it pins itself to CPU {} after the builds below",
+        "cargo build --release -p imagegate-bench && target/release/imagegate-bench ...   # the load generator, optimized; it pins itself to CPU {} after the builds below",
         procs::CLIENT_CPU
     ));
     list.push("cargo build --release -p imagegate -p imagegate-sim".to_owned());

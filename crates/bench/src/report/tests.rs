@@ -1,9 +1,9 @@
 use std::time::Duration;
 
 use super::*;
-use crate::bench::loadgen::Percentiles;
-use crate::bench::scenarios;
-use crate::bench::targets::evaluate;
+use crate::loadgen::Percentiles;
+use crate::scenarios;
+use crate::targets::evaluate;
 
 fn result(rps: f64, p50: f64, p99: f64) -> LoadResult {
     LoadResult {
