@@ -55,6 +55,7 @@ mod cache;
 mod crypto;
 mod error;
 pub mod keys;
+mod migrations;
 mod model;
 mod priority;
 mod rekey;

@@ -59,11 +59,7 @@ impl PostgresStore {
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await?;
-        let mut migrator = sqlx::migrate!("./migrations/postgres");
-        // A newer version's (additive) migrations, applied by a replica already upgraded, are no
-        // reason for this one to refuse to start: rolling upgrades and rollbacks need it.
-        migrator.set_ignore_missing(true);
-        migrator.run(&pool).await?;
+        crate::migrations::POSTGRES.migrator().await?.run(&pool).await?;
         Ok(Self {
             pool,
             usage: UsageLane::ordinary(),

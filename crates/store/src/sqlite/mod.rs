@@ -101,11 +101,7 @@ impl SqliteStore {
                 .await?;
             (pool, Some(options))
         };
-        let mut migrator = sqlx::migrate!("./migrations/sqlite");
-        // A newer version's (additive) migrations, applied by a replica already upgraded, are no
-        // reason for this one to refuse to start: rolling upgrades and rollbacks need it.
-        migrator.set_ignore_missing(true);
-        migrator.run(&pool).await?;
+        crate::migrations::SQLITE.migrator().await?.run(&pool).await?;
         let background = match usage_options {
             Some(options) => background_pool(options).await,
             None => None,
