@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares everything the test suite needs on a fresh machine. Idempotent: each step is skipped when its
-# result is already there. Called by `cargo xtask test` (the README's test command) and by .ci/run.
+# result is already there. Called by `cargo xtask test` (the README's test command, which .ci/run runs).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 OPENAI_SDK_VERSION="3.54.0"

@@ -81,6 +81,10 @@ fn key_schemas_require_what_the_sdks_require() {
 fn the_published_schema_files_are_the_generated_ones() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas");
     let update = std::env::var_os("IMAGEGATE_UPDATE_SCHEMAS").is_some_and(|v| v == "1");
+    assert!(
+        !(update && std::env::var_os("CI").is_some()),
+        "IMAGEGATE_UPDATE_SCHEMAS=1 in CI would rewrite the files instead of checking them"
+    );
     let expected: BTreeMap<String, String> = schemas()
         .into_iter()
         .map(|(stem, schema)| {

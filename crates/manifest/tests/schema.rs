@@ -16,11 +16,15 @@ fn the_schema_file_is_canonical_pretty_json_and_the_published_copy_is_identical(
     pretty.push('\n');
     assert_eq!(
         pretty, CRATE_COPY,
-        "crate schema is not in `cargo xtask schemas` form"
+        "crates/manifest/schema/registry-manifest.schema.json is not in canonical form (serde_json pretty, one trailing newline)"
     );
     let published =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/registry-manifest.schema.json");
-    assert_eq!(std::fs::read_to_string(published).unwrap(), CRATE_COPY);
+    assert_eq!(
+        std::fs::read_to_string(published).unwrap(),
+        CRATE_COPY,
+        "schemas/registry-manifest.schema.json differs from the crate's copy; run `cargo xtask schemas`"
+    );
     assert_eq!(
         json_schema()["$schema"],
         "https://json-schema.org/draft/2020-12/schema"

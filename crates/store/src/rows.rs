@@ -14,7 +14,8 @@ use crate::model::{
 /// Declares a row struct and its [`sqlx::FromRow`] for every backend: each field is read from the
 /// column of the same name. It stands in for `#[derive(sqlx::FromRow)]`, whose `sqlx-macros` would
 /// compile a second copy of both database drivers for the compiler's own use (about a minute of
-/// every fresh build on two cores) for a few lines of code.
+/// every fresh build on two cores) for a few lines of code. Fields take no attributes and no raw
+/// identifiers (`stringify!(r#type)` is `"r#type"`, not the column's name).
 macro_rules! row_struct {
     (
         $(#[$meta:meta])*
