@@ -49,9 +49,9 @@ pub fn ensure_installed(root: &Path) -> Result<(), String> {
         return Ok(());
     }
     let venv = venv(root);
-    run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    crate::status(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
     let pip = venv.join("bin/pip");
-    run(Command::new(&pip).args(["install", "-q", "--no-deps", &format!("litellm=={VERSION}")]))?;
+    crate::status(Command::new(&pip).args(["install", "-q", "--no-deps", &format!("litellm=={VERSION}")]))?;
     let script = venv.join("litellm_deps.py");
     std::fs::write(&script, DEPS_SCRIPT).map_err(|e| format!("{}: {e}", script.display()))?;
     let output = Command::new(venv.join("bin/python"))
@@ -66,19 +66,11 @@ pub fn ensure_installed(root: &Path) -> Result<(), String> {
     }
     let requirements = venv.join("requirements-litellm.txt");
     std::fs::write(&requirements, &output.stdout).map_err(|e| format!("{}: {e}", requirements.display()))?;
-    run(Command::new(&pip)
-        .args(["install", "-q", "-r"])
-        .arg(&requirements))
-}
-
-fn run(command: &mut Command) -> Result<(), String> {
-    let shown = format!("{command:?}");
-    let status = command.status().map_err(|e| format!("{shown}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} failed: {status}"))
-    }
+    crate::status(
+        Command::new(&pip)
+            .args(["install", "-q", "-r"])
+            .arg(&requirements),
+    )
 }
 
 /// The proxy config: one model entry per simulator.
