@@ -67,6 +67,17 @@ impl Options {
                 other => return Err(format!("bench: unknown option {other}")),
             }
         }
+        let ids: Vec<String> = scenarios::all().into_iter().map(|s| s.id).collect();
+        if let Some(unmatched) = options
+            .only
+            .iter()
+            .find(|only| !ids.iter().any(|id| id.contains(only.as_str())))
+        {
+            return Err(format!(
+                "bench: --only {unmatched} matches no scenario; the scenarios are: {}",
+                ids.join(", ")
+            ));
+        }
         Ok(options)
     }
 
@@ -635,6 +646,18 @@ pub fn status(command: &mut Command) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_must_name_a_scenario() {
+        let args = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let options = Options::parse(&args(&["--only", "small-c16", "--only", "4K"]));
+        let error = options.expect_err("4K names no scenario");
+        assert!(error.contains("--only 4K matches no scenario"), "{error}");
+        assert!(error.contains("image-3840x2160-c64"), "lists the ids: {error}");
+        let options = Options::parse(&args(&["--only", "3840x2160", "--quick"])).expect("valid");
+        assert_eq!(options.only, ["3840x2160"]);
+        assert!(options.selects("stream-3840x2160-c16") && !options.selects("small-c16"));
+    }
 
     #[test]
     fn each_round_rotates_the_order_of_the_targets() {
