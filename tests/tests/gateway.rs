@@ -131,6 +131,66 @@ async fn streaming_generation_sends_partials_then_the_completed_image() {
     assert_eq!(records[0]["size_produced"], "1024x1024", "{:?}", records[0]);
 }
 
+#[tokio::test]
+async fn a_stream_of_two_images_is_billed_what_its_last_completed_event_says() {
+    let s = setup();
+    let request = |stream: bool| {
+        json!({"model": "gpt-image-2", "prompt": "two kites", "size": "1024x1024", "quality": "low",
+            "n": 2, "stream": stream})
+    };
+    let response = s
+        .post_json("/images/generations", request(true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    let completed: Vec<&Value> = events
+        .iter()
+        .filter(|(name, _)| name == "image_generation.completed")
+        .map(|(_, data)| data)
+        .collect();
+    assert_eq!(completed.len(), 2, "one completed event per image");
+    let tokens = |event: &Value, field: &str| event["usage"][field].as_u64().unwrap();
+    // The usage on each completed event is the request's so far: the input once, the output
+    // growing image by image.
+    assert_eq!(
+        tokens(completed[0], "input_tokens"),
+        tokens(completed[1], "input_tokens")
+    );
+    assert!(tokens(completed[0], "output_tokens") < tokens(completed[1], "output_tokens"));
+
+    // The same request unstreamed costs the same: one usage for the whole request.
+    let whole: Value = s
+        .post_json("/images/generations", request(false))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(whole["data"].as_array().unwrap().len(), 2);
+    assert_eq!(whole["usage"], completed[1]["usage"]);
+
+    let records = s.usage_at_least(2).await;
+    for record in &records {
+        assert_eq!(record["images"], 2, "{record}");
+        assert_eq!(
+            (
+                &record["tokens"]["input"],
+                &record["tokens"]["output"],
+                &record["tokens"]["total"]
+            ),
+            (
+                &completed[1]["usage"]["input_tokens"],
+                &completed[1]["usage"]["output_tokens"],
+                &completed[1]["usage"]["total_tokens"]
+            ),
+            "billed once, not the two events added up: {record}"
+        );
+    }
+}
+
 fn edit_form(stream: bool) -> reqwest::multipart::Form {
     let part = |bytes: Vec<u8>, name: &str| {
         reqwest::multipart::Part::bytes(bytes)

@@ -195,6 +195,15 @@ impl UsageRecorder {
         });
     }
 
+    /// Token usage reported as a running total: replaces what was recorded. Each `*.completed`
+    /// event of an Images stream carries the request's usage so far, so the last one is the
+    /// whole request's (as the one `usage` of a non-streaming answer is); adding them up would
+    /// bill the input n times over.
+    pub fn usage_so_far(&mut self, usage: &Usage) {
+        self.with(|r| r.tokens = TokenCounts::default());
+        self.usage(usage);
+    }
+
     /// Ends the record with the status and error code the client saw, and queues it.
     pub fn finish(mut self, status: u16, error_code: Option<&str>) {
         self.with(|r| {

@@ -161,6 +161,42 @@ async fn n_images_are_n_sequential_calls_summed_into_one_images_response() {
 }
 
 #[tokio::test]
+async fn a_stream_of_n_images_carries_the_usage_so_far_on_each_completed_event() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(2),
+        stream: Some(true),
+        ..prompt_only("two cats")
+    });
+    let reply = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap();
+    let usages: Vec<Value> = events(reply)
+        .await
+        .into_iter()
+        .map(|event| serde_json::from_str::<Value>(&event.unwrap().data).unwrap())
+        .filter(|data| data["type"] == "image_generation.completed")
+        .map(|data| data["usage"].clone())
+        .collect();
+    // Each call costs 30 in and 1000 out; the second event carries both calls, as the one usage
+    // of the same request unstreamed does.
+    assert_eq!(
+        usages,
+        [
+            json!({"input_tokens": 30, "input_tokens_details": {"text_tokens": 30, "image_tokens": 0},
+            "output_tokens": 1000, "output_tokens_details": {"text_tokens": 0, "image_tokens": 1000}, "total_tokens": 1030}),
+            json!({"input_tokens": 60, "input_tokens_details": {"text_tokens": 60, "image_tokens": 0},
+            "output_tokens": 2000, "output_tokens_details": {"text_tokens": 0, "image_tokens": 2000}, "total_tokens": 2060})
+        ]
+    );
+}
+
+#[tokio::test]
 async fn an_unsupported_main_model_falls_back_to_the_next() {
     let server = MockServer::start().await;
     Mock::given(path("/v1/responses"))

@@ -246,7 +246,7 @@ impl Relay {
                     "code": error.code(),
                     "message": error.message,
                     "param": error.param,
-                    "sequence_number": self.last_sequence.map_or(0, |n| n + 1),
+                    "sequence_number": self.last_sequence.map_or(0, |n| n.saturating_add(1)),
                 });
                 frame(&SseEvent {
                     event: Some("error".to_owned()),
@@ -344,7 +344,8 @@ fn ended_inside_an_event() -> Failure {
     Failure::transient("the upstream stream ended in the middle of an event")
 }
 
-/// Records one completed image of an Images stream, whole or relayed in pieces.
+/// Records one completed image of an Images stream, whole or relayed in pieces: one more image,
+/// and the request's usage so far (see [`UsageRecorder::usage_so_far`]).
 fn record_image(
     usage: &mut UsageRecorder,
     size: Option<&str>,
@@ -354,7 +355,7 @@ fn record_image(
 ) {
     usage.produced(size, quality, output_format, 1);
     if let Some(tokens) = tokens {
-        usage.usage(tokens);
+        usage.usage_so_far(tokens);
     }
 }
 
@@ -602,6 +603,29 @@ mod tests {
             id: None,
         };
         assert_eq!(wire, frame(&whole).to_vec());
+    }
+
+    #[test]
+    fn the_error_event_follows_the_last_sequence_number_without_overflowing() {
+        let failure = Failure::transient("cut");
+        let sequence = |relay: &Relay| {
+            let frame = relay.error_frame(&failure);
+            let text = std::str::from_utf8(&frame).expect("utf-8").to_owned();
+            let data = text
+                .lines()
+                .find_map(|line| line.strip_prefix("data: "))
+                .expect("a data line")
+                .to_owned();
+            serde_json::from_str::<serde_json::Value>(&data).expect("json")["sequence_number"].clone()
+        };
+        let mut relay = responses_relay();
+        assert_eq!(sequence(&relay), 5);
+        relay.last_sequence = Some(u64::MAX);
+        assert_eq!(
+            sequence(&relay),
+            u64::MAX,
+            "an upstream's largest number is kept, not wrapped"
+        );
     }
 
     #[test]

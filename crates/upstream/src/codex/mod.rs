@@ -7,7 +7,8 @@
 //! `stream: true`. The upstream stream is consumed: `response.image_generation_call.partial_image`
 //! becomes `image_generation.partial_image` / `image_edit.partial_image`, and the
 //! `image_generation_call` result with the usage of `tool_usage.image_gen` becomes
-//! `*.completed` (streaming) or one element of the Images response (non-streaming, usage summed).
+//! `*.completed` (streaming, with the usage of the images so far) or one element of the Images
+//! response (non-streaming, usage summed).
 //!
 //! Responses calls from clients are forwarded as they are (the OpenAI wire). Every request carries
 //! the account's OAuth access token and the subscription headers, and the token is refreshed when
@@ -58,18 +59,22 @@ pub(crate) async fn call(
         ));
     }
     // The ChatGPT backend takes input images as base64 inside the JSON request: files the codec
-    // spilled to disk are read back into memory for it.
-    let images = in_memory(images).await?;
-    let mask = match mask {
-        Some(mask) => in_memory(std::slice::from_ref(mask)).await?.pop(),
-        None => None,
+    // spilled to disk are read back into memory for it, and dropped once encoded (the calls, which
+    // can take minutes, keep only the request).
+    let request = {
+        let images = in_memory(images).await?;
+        let mask = match mask {
+            Some(mask) => in_memory(std::slice::from_ref(mask)).await?.pop(),
+            None => None,
+        };
+        CodexRequest::new(params, &images, mask.as_ref())?
     };
     let job = Job {
         client: session.client.clone(),
         config: session.config.clone(),
         auth: Arc::clone(session.auth),
         target: target.clone(),
-        request: CodexRequest::new(params, &images, mask.as_ref())?,
+        request,
         n: params.n,
         endpoint,
         requested: requested(params),
@@ -270,14 +275,22 @@ impl Run {
         Some(Err(failure))
     }
 
-    /// The images as a stream of Images API events.
+    /// The images as a stream of Images API events. Each `*.completed` event carries the usage of
+    /// the images so far, as an OpenAI stream does: the last one is the whole request's.
     fn into_events(self) -> EventStream {
-        futures::stream::unfold(self, |mut run| async move {
+        futures::stream::unfold((self, Usage::default()), |(mut run, mut so_far)| async move {
             run.clock.resumed();
             let output = run.next().await?;
             run.clock.handed_over();
+            let output = output.map(|output| match output {
+                Output::Completed(image, usage) => {
+                    so_far = so_far.saturating_add(usage);
+                    Output::Completed(image, so_far)
+                }
+                partial @ Output::Partial(_) => partial,
+            });
             let event = output.and_then(|output| image_event(&run.job, output));
-            Some((event, run))
+            Some((event, (run, so_far)))
         })
         .boxed()
     }
