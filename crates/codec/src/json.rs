@@ -196,6 +196,7 @@ pub fn decode_responses(bytes: &[u8]) -> Result<ResponsesBody, ApiError> {
                     output_compression: fields.integer("output_compression")?,
                     partial_images: fields.integer("partial_images")?,
                     action: fields.string("action")?,
+                    input_fidelity: fields.string("input_fidelity")?,
                 };
                 image_tools.push(ImageToolEntry { index, draft });
             }

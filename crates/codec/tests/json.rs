@@ -240,3 +240,24 @@ fn image_tools_are_validated_with_positional_params_and_models_can_be_rewritten(
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0].quality.as_str(), "low");
 }
+
+#[test]
+fn an_image_tool_with_input_fidelity_is_refused_before_the_upstream() {
+    let decoded = decode_responses(
+        br#"{"model":"gpt-5","tools":[{"type":"web_search"},{"type":"image_generation","input_fidelity":"high"}]}"#,
+    )
+    .unwrap();
+    let err = decoded
+        .validate_image_tools(&ModelCatalog::default())
+        .unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.param.as_deref(), Some("tools[1].input_fidelity"));
+    assert_eq!(err.code(), Some("invalid_input_fidelity_model"));
+    let null =
+        decode_responses(br#"{"model":"gpt-5","tools":[{"type":"image_generation","input_fidelity":null}]}"#)
+            .unwrap();
+    assert!(
+        null.validate_image_tools(&ModelCatalog::default()).is_ok(),
+        "null is absent"
+    );
+}

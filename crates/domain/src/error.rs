@@ -32,7 +32,8 @@ pub enum ErrorKind {
     KeyRateLimited,
     /// Every upstream account has used up its usage window (429).
     UsageLimitReached,
-    /// The upstream refused the prompt or image under its content policy (400).
+    /// The upstream refused the prompt or image under its content policy (answered as a failed
+    /// upstream request, 502).
     ContentPolicy,
     /// The upstream failed or returned no image (502).
     UpstreamFailed,

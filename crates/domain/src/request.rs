@@ -119,14 +119,20 @@ pub fn validate_generation(
 /// [`crate::check_image_count`], [`crate::check_file_size`]).
 pub fn validate_edit(draft: ImageParamsDraft, catalog: &ModelCatalog) -> Result<ImageParams, RequestError> {
     if draft.input_fidelity.is_some() {
-        return Err(RequestError::Unsupported {
-            param: "input_fidelity".to_owned(),
-            reason: "input_fidelity must be omitted: gpt-image-2 always processes input images at \
-                     high fidelity"
-                .to_owned(),
-        });
+        return Err(input_fidelity_refused());
     }
     validate_common(draft, catalog)
+}
+
+/// `input_fidelity` is refused where it would reach the upstream (edits, the Responses image
+/// tool): `gpt-image-2` always processes input images at high fidelity and refuses the parameter.
+pub(crate) fn input_fidelity_refused() -> RequestError {
+    RequestError::Unsupported {
+        param: "input_fidelity".to_owned(),
+        reason: "input_fidelity must be omitted: gpt-image-2 always processes input images at high \
+                 fidelity"
+            .to_owned(),
+    }
 }
 
 fn validate_common(draft: ImageParamsDraft, catalog: &ModelCatalog) -> Result<ImageParams, RequestError> {

@@ -29,6 +29,8 @@ pub struct ImageToolDraft {
     pub partial_images: Option<i64>,
     /// `action`.
     pub action: Option<String>,
+    /// `input_fidelity` (always refused: `gpt-image-2` reads input images at high fidelity).
+    pub input_fidelity: Option<String>,
 }
 
 /// A validated `image_generation` tool with every default filled in.
@@ -89,6 +91,9 @@ const MAX_MAIN_MODEL_CHARS: usize = 256;
 /// tool's position (`tools[0].size`). `partial_images` is not tied to `stream` here: the
 /// Responses request's own `stream` decides whether partial images are sent.
 pub fn validate_image_tool(draft: ImageToolDraft, catalog: &ModelCatalog) -> Result<ImageTool, RequestError> {
+    if draft.input_fidelity.is_some() {
+        return Err(crate::request::input_fidelity_refused());
+    }
     let model = match draft.model.as_deref() {
         None => None,
         Some("") => {

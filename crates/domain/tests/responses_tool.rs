@@ -99,6 +99,7 @@ fn tool_values_are_parsed() {
         moderation: Some("low".into()),
         partial_images: Some(2),
         action: Some("edit".into()),
+        input_fidelity: None,
     };
     let tool = validate_image_tool(draft, &catalog).unwrap();
     let model = tool.model.unwrap();
@@ -151,6 +152,15 @@ fn tool_refusals_follow_the_images_rules() {
         ..Default::default()
     });
     assert!(matches!(err, RequestError::Unsupported { .. }), "{err:?}");
+
+    let err = refuse(ImageToolDraft {
+        input_fidelity: Some("high".into()),
+        ..Default::default()
+    });
+    assert!(
+        matches!(&err, RequestError::Unsupported { param, .. } if param == "input_fidelity"),
+        "as on the edits endpoint: {err:?}"
+    );
 
     let err = refuse(ImageToolDraft {
         partial_images: Some(4),

@@ -117,8 +117,8 @@ pub fn classify_error_object(
             ),
         ));
     }
-    let refused = is_refusal(code, error_type);
-    if status.is_none() && !refused && error_type != "invalid_request_error" {
+    let refused = is_refusal(code, error_type, param);
+    if status.is_none() && !refused && !is_parameter_error(code, error_type, param) {
         let cause = if message.is_empty() {
             "an error event"
         } else {
@@ -249,11 +249,22 @@ fn is_rate_limit(code: &str, error_type: &str) -> bool {
     CODES.contains(&code) || CODES.contains(&error_type)
 }
 
-fn is_refusal(code: &str, error_type: &str) -> bool {
+/// A refusal of the content: a moderation code, or an `image_generation_user_error` that names no
+/// parameter (one that does is about the parameters, see [`is_parameter_error`]).
+fn is_refusal(code: &str, error_type: &str, param: Option<&str>) -> bool {
     matches!(
         code,
         "moderation_blocked" | "content_policy_violation" | "image_content_policy_violation"
-    ) || error_type == "image_generation_user_error"
+    ) || (error_type == "image_generation_user_error" && !is_parameter_error(code, error_type, param))
+}
+
+/// An error about the request's parameters, for the client to correct: `invalid_request_error`,
+/// or an `image_generation_user_error` naming a parameter or with an `invalid_*` code (OpenAI
+/// answers a transparent background on a model without it so: `invalid_value`, `background`).
+fn is_parameter_error(code: &str, error_type: &str, param: Option<&str>) -> bool {
+    error_type == "invalid_request_error"
+        || (error_type == "image_generation_user_error"
+            && (param.is_some_and(|param| !param.is_empty()) || code.starts_with("invalid")))
 }
 
 fn is_model_unsupported(code: &str, param: Option<&str>, message: &str) -> bool {

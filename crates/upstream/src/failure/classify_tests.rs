@@ -218,18 +218,52 @@ fn moderation_block_is_refused_with_the_upstream_message() {
 }
 
 #[test]
-fn image_generation_user_error_without_moderation_code_is_refused() {
+fn image_generation_user_error_about_a_parameter_is_the_client_s_to_correct() {
+    // The interface answers incompatible parameters (its example: a transparent background)
+    // with 400 `invalid_request_error`, not as refused content.
+    let message = "Transparent background is not supported for this model.";
     let body = error_body(
-        "Transparent background is not supported for this model.",
+        message,
         "image_generation_user_error",
         Some("background"),
         Some("invalid_value"),
     );
     let failure = classify_json(400, body);
-    assert_eq!(failure.kind, FailureKind::Refused);
+    assert_eq!(failure.kind, FailureKind::Invalid);
     let shown = failure.client_error();
+    assert_eq!((shown.status(), shown.message.as_str()), (400, message));
+    assert_eq!(shown.error_type(), "invalid_request_error");
     assert_eq!(shown.param.as_deref(), Some("background"));
     assert_eq!(shown.code(), Some("invalid_value"));
+    // Named by its code alone, too.
+    let body = error_body(
+        "The model 'gpt-image-2' does not support the 'input_fidelity' parameter.",
+        "image_generation_user_error",
+        None,
+        Some("invalid_input_fidelity_model"),
+    );
+    assert_eq!(classify_json(400, body).kind, FailureKind::Invalid);
+}
+
+#[test]
+fn image_generation_user_error_naming_no_parameter_is_refused() {
+    let body = error_body(
+        "Your request was rejected.",
+        "image_generation_user_error",
+        None,
+        None,
+    );
+    let failure = classify_json(400, body);
+    assert_eq!(failure.kind, FailureKind::Refused);
+    assert_eq!(failure.client_error().status(), 502);
+    // A moderation code is a refusal whatever else the error names.
+    let body = error_body(
+        "rejected",
+        "image_generation_user_error",
+        Some("prompt"),
+        Some("moderation_blocked"),
+    );
+    assert_eq!(classify_json(400, body).kind, FailureKind::Refused);
 }
 
 #[test]
@@ -412,6 +446,17 @@ fn stream_error_objects() {
         NOW,
     );
     assert_eq!(invalid.kind, FailureKind::Invalid);
+    // A parameter error in a stream is the request's, not a transient failure to retry elsewhere.
+    let parameter = classify_error_object(
+        None,
+        &object(
+            json!({"type": "image_generation_user_error", "code": "invalid_value",
+            "param": "background", "message": "no transparency"}),
+        ),
+        &h,
+        NOW,
+    );
+    assert_eq!(parameter.kind, FailureKind::Invalid);
 }
 
 #[test]
