@@ -268,6 +268,36 @@ async fn images_made_before_a_later_call_fails_are_billed_though_the_request_fai
 }
 
 #[tokio::test]
+async fn images_made_before_the_client_left_are_billed() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    // The first of the two calls makes its image; the second is still at work when the client
+    // gives up on the (unstreamed) answer.
+    c.s.sim_fault(json!({"fault": "stall", "stall_ms": 5000, "after": 1, "times": 1}))
+        .await;
+    let sent =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024",
+            "quality": "low", "n": 2}),
+        )
+        .timeout(std::time::Duration::from_millis(1500))
+        .send()
+        .await;
+    assert!(sent.unwrap_err().is_timeout());
+    let records = c.s.usage_at_least(1).await;
+    let record = &records[0];
+    assert_eq!(record["status"], 499, "{record}");
+    assert!(record["tokens"]["output"].as_u64().unwrap() > 0, "{record}");
+    let note = record["fallback_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("billed 1 image of a call its client left"),
+        "{record}"
+    );
+    let stats = c.s.sim_stats().await;
+    assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 2);
+}
+
+#[tokio::test]
 async fn a_stream_its_client_left_starts_no_further_call() {
     // Each call takes 3 s, its events spread over it.
     let c = codex_setup_with(&fresh_credential("at-sub"), &["--latency-ms", "3000"]);

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use imagegate_domain::{ImageParams, ImageSize, SizeClass, Usage};
 use imagegate_store::{AuthContext, Timestamp, TokenCounts, UsageRecord, UsageSink};
+use imagegate_upstream::{Spent, SpentSoFar};
 
 use crate::in_flight::Entered;
 use crate::metrics::{InFlight, Metrics, RequestObservation};
@@ -28,6 +29,12 @@ pub struct UsageRecorder {
     switches: u32,
     /// The request's place among those in flight, left once the record is submitted.
     entered: Entered,
+    /// What the upstream call under way has made so far: billed if the record is submitted in
+    /// the middle of the call (the client left), since the account spent it all the same.
+    call_spent: Option<Arc<SpentSoFar>>,
+    /// The client left (the rest of the answer is read in the background): its record keeps 499
+    /// even if the shutdown then cuts that reading short.
+    client_left: bool,
 }
 
 /// Status recorded for a request whose client went away before the end.
@@ -79,6 +86,8 @@ impl UsageRecorder {
             upstream_open: None,
             switches: 0,
             entered,
+            call_spent: None,
+            client_left: false,
         }
     }
 
@@ -141,6 +150,33 @@ impl UsageRecorder {
                 None => note,
             });
         });
+    }
+
+    /// Tokens of images an account made for a call whose answer the client never gets (`what`:
+    /// "a failed call", say), with a note saying so.
+    pub fn spent(&mut self, spent: &Spent, what: &str) {
+        self.usage(&spent.usage);
+        let plural = if spent.images == 1 { "" } else { "s" };
+        self.note(format!("billed {} image{plural} of {what}", spent.images));
+    }
+
+    /// Follows what the upstream call about to start makes while it runs, until
+    /// [`UsageRecorder::call_returned`].
+    pub fn call_reports_into(&mut self, spent: Arc<SpentSoFar>) {
+        self.call_spent = Some(spent);
+    }
+
+    /// The call returned: its answer or failure says what it made.
+    pub fn call_returned(&mut self) {
+        self.call_spent = None;
+    }
+
+    /// The answer's client went away before its end (the rest is still read for its usage);
+    /// unless the shutdown had already abandoned the request, which is then what cut it off.
+    pub fn client_left(&mut self) {
+        if !self.entered.abandoned() {
+            self.client_left = true;
+        }
     }
 
     /// An upstream call begins: its time counts until [`UsageRecorder::upstream_closed`], or until
@@ -217,12 +253,15 @@ impl UsageRecorder {
         let elapsed = self.started.elapsed();
         let latency = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         self.upstream_closed();
+        if let Some(spent) = self.call_spent.take().and_then(|cell| cell.take()) {
+            self.spent(&spent, "a call its client left");
+        }
         if self.switches > 0 {
             self.note(format!("failed over {} time(s)", self.switches));
             self.switches = 0;
         }
         if let Some(mut record) = self.record.take() {
-            if record.status == CLIENT_CLOSED && self.entered.abandoned() {
+            if record.status == CLIENT_CLOSED && self.entered.abandoned() && !self.client_left {
                 // Not the client: the shutdown's grace period ended first.
                 record.status = SHUTTING_DOWN;
                 record.error_code = Some("shutting_down".to_owned());

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::call::UpstreamCall;
 use crate::codex::auth::CodexAuth;
 use crate::credential_store::CredentialStore;
-use crate::failure::Failure;
+use crate::failure::{Failure, SpentSoFar};
 use crate::reply::Reply;
 use crate::target::{AccountKind, AccountTarget};
 use crate::{Upstream, codex, openai};
@@ -132,11 +132,12 @@ impl HttpUpstream {
 
 #[async_trait::async_trait]
 impl Upstream for HttpUpstream {
-    async fn call(
+    async fn call_reporting(
         &self,
         target: &AccountTarget,
         call: UpstreamCall<'_>,
         deadline: Duration,
+        spent: &SpentSoFar,
     ) -> Result<Reply, Failure> {
         match target.kind {
             AccountKind::OpenAi | AccountKind::Sim => {
@@ -149,7 +150,7 @@ impl Upstream for HttpUpstream {
                     auth: &self.codex_auth,
                     target,
                 };
-                codex::call(session, call, deadline).await
+                codex::call(session, call, deadline, spent).await
             }
         }
     }

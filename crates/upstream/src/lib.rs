@@ -85,7 +85,7 @@ pub use call::{Endpoint, UploadedImage, UpstreamCall};
 pub use client::{BuildError, CodexAuthConfig, HttpUpstream, UpstreamConfig};
 pub use credential_store::CredentialStore;
 pub use failure::{
-    Failure, FailureKind, Spent, classify_error_object, classify_response, classify_transport,
+    Failure, FailureKind, Spent, SpentSoFar, classify_error_object, classify_response, classify_transport,
 };
 pub use reply::{
     BodyStream, EndSummary, EventStream, ItemStream, JsonStream, Reply, joined_events, whole_events,
@@ -109,5 +109,18 @@ pub trait Upstream: Send + Sync {
         target: &AccountTarget,
         call: UpstreamCall<'_>,
         deadline: std::time::Duration,
+    ) -> Result<Reply, Failure> {
+        self.call_reporting(target, call, deadline, &SpentSoFar::default())
+            .await
+    }
+
+    /// [`Upstream::call`], reporting into `spent` what the call has made while it runs, for a
+    /// caller that may give it up before it returns.
+    async fn call_reporting(
+        &self,
+        target: &AccountTarget,
+        call: UpstreamCall<'_>,
+        deadline: std::time::Duration,
+        spent: &SpentSoFar,
     ) -> Result<Reply, Failure>;
 }

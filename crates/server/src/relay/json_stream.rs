@@ -207,9 +207,10 @@ impl Passing {
 impl Drop for Passing {
     /// The client left before the end of the document: the rest is read for its usage.
     fn drop(&mut self) {
-        let Some(usage) = self.usage.take() else {
+        let Some(mut usage) = self.usage.take() else {
             return;
         };
+        usage.client_left();
         let (Ok(runtime), Some(summary)) = (tokio::runtime::Handle::try_current(), self.summary.take())
         else {
             return;

@@ -16,12 +16,13 @@ pub mod json_stream;
 mod outcome;
 pub mod stream;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use imagegate_codec::ApiError;
 use imagegate_dispatch::{DispatchRequest, GroupId, Lease, PoolError, SizeClass};
 use imagegate_domain::ErrorKind;
-use imagegate_upstream::{Failure, FailureKind, Reply, UpstreamCall};
+use imagegate_upstream::{Failure, FailureKind, Reply, SpentSoFar, UpstreamCall};
 
 use crate::http::error::HttpError;
 use crate::state::AppState;
@@ -95,10 +96,17 @@ pub async fn relay(
         }
         usage.account(account.as_str().parse::<i64>().ok());
         usage.upstream_started();
-        let answer = match app.upstream.call(&target, request.call, time_left).await {
+        let spent = Arc::new(SpentSoFar::default());
+        usage.call_reports_into(Arc::clone(&spent));
+        let answer = match app
+            .upstream
+            .call_reporting(&target, request.call, time_left, &spent)
+            .await
+        {
             Ok(reply) => first_event.settle(reply).await,
             failed => failed,
         };
+        usage.call_returned();
         match answer {
             Ok(reply) => {
                 if matches!(reply, Reply::Json { .. }) {
@@ -118,9 +126,7 @@ pub async fn relay(
                 }
                 if let Some(spent) = &failure.spent {
                     // Images made before the failure are lost with it, but the account spent them.
-                    usage.usage(&spent.usage);
-                    let plural = if spent.images == 1 { "" } else { "s" };
-                    usage.note(format!("billed {} image{plural} of a failed call", spent.images));
+                    usage.spent(spent, "a failed call");
                 }
                 // A later try's timeout came from the time earlier tries used up, not from this
                 // account: not held against it (three would open its circuit breaker).

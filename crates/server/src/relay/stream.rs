@@ -286,6 +286,9 @@ impl Drop for Relay {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        if let Some(usage) = self.usage.as_mut() {
+            usage.client_left();
+        }
         let rest = Relay {
             events: std::mem::replace(&mut self.events, futures::stream::empty().boxed())
                 .fuse()

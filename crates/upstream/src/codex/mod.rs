@@ -34,7 +34,7 @@ use self::request::CodexRequest;
 use self::translate::{FinalImage, PartialImage, Resolved, Step, step};
 use crate::call::{Endpoint, UploadedImage, UpstreamCall};
 use crate::client::UpstreamConfig;
-use crate::failure::{Failure, FailureKind};
+use crate::failure::{Failure, FailureKind, Spent, SpentSoFar};
 use crate::openai::read_clock::ReadClock;
 use crate::openai::{self, Deadline, RequestBody, now_unix_ms};
 use crate::reply::{EventStream, Reply};
@@ -45,6 +45,7 @@ pub(crate) async fn call(
     session: Session<'_>,
     call: UpstreamCall<'_>,
     deadline: Duration,
+    spent: &SpentSoFar,
 ) -> Result<Reply, Failure> {
     let deadline = Deadline::from_now(deadline);
     let (params, images, mask, endpoint) = match call {
@@ -87,7 +88,9 @@ pub(crate) async fn call(
         run.open_first().await?;
         return Ok(Reply::Events(crate::reply::whole_events(run.into_events())));
     }
-    run.into_json().await
+    let answer = run.into_json(spent).await;
+    spent.set(None);
+    answer
 }
 
 /// Copies of `images` whose bytes are all in memory.
@@ -295,8 +298,8 @@ impl Run {
         .boxed()
     }
 
-    /// The images as one Images API response.
-    async fn into_json(mut self) -> Result<Reply, Failure> {
+    /// The images as one Images API response; `spent` follows the images made so far.
+    async fn into_json(mut self, spent: &SpentSoFar) -> Result<Reply, Failure> {
         let mut data = Vec::with_capacity(usize::from(self.job.n));
         let mut usage = Usage::default();
         let mut first: Option<Resolved> = None;
@@ -315,6 +318,10 @@ impl Run {
                     b64_json: image.b64,
                     revised_prompt: image.revised_prompt,
                 });
+                spent.set(Some(Spent {
+                    images: u32::try_from(data.len()).unwrap_or(u32::MAX),
+                    usage,
+                }));
             }
         }
         let resolved = first.unwrap_or_default();

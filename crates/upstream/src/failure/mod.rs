@@ -107,6 +107,26 @@ pub struct Spent {
     pub usage: Usage,
 }
 
+/// What a call in progress has already made, readable by its caller at any time: a caller that
+/// gives the call up (its client left) still learns what the account spent. A subscription
+/// account making `n` images one call at a time reports into it; it is empty again once the call
+/// returns, whose answer (or failure, see [`Failure::spent`]) then says it all.
+#[derive(Debug, Default)]
+pub struct SpentSoFar(std::sync::Mutex<Option<Spent>>);
+
+impl SpentSoFar {
+    /// What the call has made so far, if anything; taking it empties the cell.
+    pub fn take(&self) -> Option<Spent> {
+        self.0.lock().ok().and_then(|mut slot| slot.take())
+    }
+
+    pub(crate) fn set(&self, spent: Option<Spent>) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = spent;
+        }
+    }
+}
+
 impl Failure {
     /// A failure of `kind` with `message`, no status and no passthrough.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
