@@ -270,6 +270,11 @@ async fn images_made_before_a_later_call_fails_are_billed_though_the_request_fai
 #[tokio::test]
 async fn images_made_before_the_client_left_are_billed() {
     let c = codex_setup(&fresh_credential("at-sub"));
+    let one = c
+        .generate(
+            json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024", "quality": "low"}),
+        )
+        .await;
     // The first of the two calls makes its image; the second is still at work when the client
     // gives up on the (unstreamed) answer.
     c.s.sim_fault(json!({"fault": "stall", "stall_ms": 5000, "after": 1, "times": 1}))
@@ -284,17 +289,24 @@ async fn images_made_before_the_client_left_are_billed() {
         .send()
         .await;
     assert!(sent.unwrap_err().is_timeout());
-    let records = c.s.usage_at_least(1).await;
-    let record = &records[0];
-    assert_eq!(record["status"], 499, "{record}");
-    assert!(record["tokens"]["output"].as_u64().unwrap() > 0, "{record}");
+    let records = c.s.usage_at_least(2).await;
+    let record = records
+        .iter()
+        .find(|record| record["status"] == 499)
+        .expect("the record of the request its client left");
+    // Exactly the one image made: what a one-image request of the same prompt costs.
+    assert_eq!(
+        (&record["tokens"]["input"], &record["tokens"]["output"]),
+        (&one["usage"]["input_tokens"], &one["usage"]["output_tokens"]),
+        "{record}"
+    );
     let note = record["fallback_note"].as_str().unwrap_or_default();
     assert!(
         note.contains("billed 1 image of a call its client left"),
         "{record}"
     );
     let stats = c.s.sim_stats().await;
-    assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 2);
+    assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 3);
 }
 
 #[tokio::test]

@@ -52,6 +52,11 @@ pub struct Options {
     pub only: Vec<String>,
 }
 
+/// Whether `--only` value `only` names scenario `id` (any part of it).
+fn names(only: &str, id: &str) -> bool {
+    id.contains(only)
+}
+
 impl Options {
     fn parse(args: &[String]) -> Result<Self, String> {
         let mut options = Self::default();
@@ -71,7 +76,7 @@ impl Options {
         if let Some(unmatched) = options
             .only
             .iter()
-            .find(|only| !ids.iter().any(|id| id.contains(only.as_str())))
+            .find(|only| !ids.iter().any(|id| names(only, id)))
         {
             return Err(format!(
                 "bench: --only {unmatched} matches no scenario; the scenarios are: {}",
@@ -88,7 +93,7 @@ impl Options {
 
     /// Whether scenario `id` is to be run.
     fn selects(&self, id: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|only| id.contains(only.as_str()))
+        self.only.is_empty() || self.only.iter().any(|only| names(only, id))
     }
 
     /// Warm-up and measured window of a load run that has the time to itself.

@@ -35,6 +35,8 @@ pub struct UsageRecorder {
     /// The client left (the rest of the answer is read in the background): its record keeps 499
     /// even if the shutdown then cuts that reading short.
     client_left: bool,
+    /// The latest running total of the answer's usage ([`UsageRecorder::usage_so_far`]).
+    running_usage: Option<Usage>,
 }
 
 /// Status recorded for a request whose client went away before the end.
@@ -88,6 +90,7 @@ impl UsageRecorder {
             entered,
             call_spent: None,
             client_left: false,
+            running_usage: None,
         }
     }
 
@@ -231,13 +234,12 @@ impl UsageRecorder {
         });
     }
 
-    /// Token usage reported as a running total: replaces what was recorded. Each `*.completed`
-    /// event of an Images stream carries the request's usage so far, so the last one is the
-    /// whole request's (as the one `usage` of a non-streaming answer is); adding them up would
-    /// bill the input n times over.
+    /// Token usage reported as a running total, added to the record once, when it is submitted:
+    /// each `*.completed` event of an Images stream carries the request's usage so far, so the
+    /// last one is the whole request's (as the one `usage` of a non-streaming answer is); adding
+    /// them all up would bill the input n times over.
     pub fn usage_so_far(&mut self, usage: &Usage) {
-        self.with(|r| r.tokens = TokenCounts::default());
-        self.usage(usage);
+        self.running_usage = Some(*usage);
     }
 
     /// Ends the record with the status and error code the client saw, and queues it.
@@ -254,7 +256,14 @@ impl UsageRecorder {
         let latency = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         self.upstream_closed();
         if let Some(spent) = self.call_spent.take().and_then(|cell| cell.take()) {
-            self.spent(&spent, "a call its client left");
+            let cut_by = match self.entered.abandoned() && !self.client_left {
+                true => "a call the shutdown cut short",
+                false => "a call its client left",
+            };
+            self.spent(&spent, cut_by);
+        }
+        if let Some(running) = self.running_usage.take() {
+            self.usage(&running);
         }
         if self.switches > 0 {
             self.note(format!("failed over {} time(s)", self.switches));

@@ -106,7 +106,6 @@ pub async fn relay(
             Ok(reply) => first_event.settle(reply).await,
             failed => failed,
         };
-        usage.call_returned();
         match answer {
             Ok(reply) => {
                 if matches!(reply, Reply::Json { .. }) {
@@ -114,12 +113,17 @@ pub async fn relay(
                     usage.upstream_closed();
                     record(app, &account, &imagegate_dispatch::Outcome::Success).await;
                 }
+                // From here to the reply's own usage there is no await, so no client can leave
+                // in between: what the call made is no longer followed.
+                usage.call_returned();
                 // Events and relayed bodies count as a success only once they end cleanly (their
                 // relays record it): an account whose answers fail right after the headers must
                 // still reach its circuit breaker.
                 return Ok(Relayed { reply, lease });
             }
             Err(failure) => {
+                // The failure says what the call made (`failure.spent`).
+                usage.call_returned();
                 usage.upstream_closed();
                 if let Some(at) = failure.reset_at_unix_ms() {
                     earliest_reset = Some(earliest_reset.map_or(at, |earliest| earliest.min(at)));

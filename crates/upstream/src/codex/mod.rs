@@ -88,9 +88,7 @@ pub(crate) async fn call(
         run.open_first().await?;
         return Ok(Reply::Events(crate::reply::whole_events(run.into_events())));
     }
-    let answer = run.into_json(spent).await;
-    spent.set(None);
-    answer
+    run.into_json(spent).await
 }
 
 /// Copies of `images` whose bytes are all in memory.
@@ -318,10 +316,10 @@ impl Run {
                     b64_json: image.b64,
                     revised_prompt: image.revised_prompt,
                 });
-                spent.set(Some(Spent {
+                spent.set(Spent {
                     images: u32::try_from(data.len()).unwrap_or(u32::MAX),
                     usage,
-                }));
+                });
             }
         }
         let resolved = first.unwrap_or_default();

@@ -23,8 +23,9 @@ const MAX_PASSTHROUGH_CHARS: usize = 4000;
 ///   anything but a JSON object, e.g. a proxy's HTML page);
 /// - an HTML page with any other status, 408, 409 and every 5xx: [`FailureKind::Transient`];
 /// - other 4xx with an API error: [`FailureKind::ModelUnsupported`] when it says the model is not
-///   served, [`FailureKind::Refused`] for `moderation_blocked` or `image_generation_user_error`,
-///   else [`FailureKind::Invalid`] (both with the upstream error as passthrough);
+///   served, [`FailureKind::Refused`] for a moderation code or an `image_generation_user_error`
+///   naming no parameter, else [`FailureKind::Invalid`] (both with the upstream error as
+///   passthrough);
 /// - other 4xx without an API error: [`FailureKind::Transient`] (a proxy or a wrong base URL, not
 ///   the client's fault);
 /// - anything else (1xx, 2xx, 3xx): [`FailureKind::Protocol`].
@@ -90,7 +91,8 @@ pub fn classify_response(status: u16, headers: &HeaderMap, body: &[u8], now_unix
 ///
 /// In a stream: rate-limit codes give [`FailureKind::RateLimited`], content-policy codes
 /// [`FailureKind::Refused`], model errors [`FailureKind::ModelUnsupported`], `server_error` and
-/// unknown types [`FailureKind::Transient`], `invalid_request_error` [`FailureKind::Invalid`].
+/// unknown types [`FailureKind::Transient`], `invalid_request_error` and an
+/// `image_generation_user_error` about a parameter [`FailureKind::Invalid`].
 pub fn classify_error_object(
     status: Option<u16>,
     error: &Map<String, Value>,

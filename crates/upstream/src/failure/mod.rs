@@ -109,8 +109,9 @@ pub struct Spent {
 
 /// What a call in progress has already made, readable by its caller at any time: a caller that
 /// gives the call up (its client left) still learns what the account spent. A subscription
-/// account making `n` images one call at a time reports into it; it is empty again once the call
-/// returns, whose answer (or failure, see [`Failure::spent`]) then says it all.
+/// account making `n` images one call at a time reports into it. Once the call has returned, its
+/// answer (or failure, see [`Failure::spent`]) says it all, and the caller stops reading the cell
+/// when it has taken the answer's usage.
 #[derive(Debug, Default)]
 pub struct SpentSoFar(std::sync::Mutex<Option<Spent>>);
 
@@ -120,9 +121,9 @@ impl SpentSoFar {
         self.0.lock().ok().and_then(|mut slot| slot.take())
     }
 
-    pub(crate) fn set(&self, spent: Option<Spent>) {
+    pub(crate) fn set(&self, spent: Spent) {
         if let Ok(mut slot) = self.0.lock() {
-            *slot = spent;
+            *slot = Some(spent);
         }
     }
 }
