@@ -1,5 +1,5 @@
-//! CSV export of usage records (RFC 4180 quoting; cells that a spreadsheet would run as a formula
-//! are prefixed with `'`).
+//! CSV export of usage records (RFC 4180 quoting; text that a spreadsheet would run as a formula
+//! gets a `'` in front).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -13,20 +13,37 @@ pub(crate) const HEADER: &str = "created_at,request_id,user,key,group,account,en
 size_produced,quality,output_format,n,images,stream,status,error_code,input_tokens,output_tokens,total_tokens,\
 latency_ms\r\n";
 
-/// One cell: quoted when it holds a comma, quote or line break; neutralised when it starts like
-/// a formula (`=`, `+`, `-`, `@`, tab, carriage return).
+/// What a formula starts with.
+const FORMULA_START: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// One cell: quoted when it holds a comma, quote or line break; neutralised where a formula could
+/// start: at its start, and after each `;` (the list separator of many locales, where a
+/// spreadsheet opening the file may start a new cell whatever the quotes say).
 pub(crate) fn cell(text: &str) -> Cow<'_, str> {
-    let formula = text.starts_with(['=', '+', '-', '@', '\t', '\r']);
-    let text: Cow<'_, str> = if formula {
-        Cow::Owned(format!("'{text}"))
-    } else {
-        Cow::Borrowed(text)
-    };
+    let text = neutralised(text);
     if text.contains([',', '"', '\n', '\r']) {
         Cow::Owned(format!("\"{}\"", text.replace('"', "\"\"")))
     } else {
         text
     }
+}
+
+/// `text` with a `'` before each piece (between `;`s) that starts like a formula.
+fn neutralised(text: &str) -> Cow<'_, str> {
+    if !text.split(';').any(|piece| piece.starts_with(FORMULA_START)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 4);
+    for (index, piece) in text.split(';').enumerate() {
+        if index > 0 {
+            out.push(';');
+        }
+        if piece.starts_with(FORMULA_START) {
+            out.push('\'');
+        }
+        out.push_str(piece);
+    }
+    Cow::Owned(out)
 }
 
 /// One record as a CSV line (ending in CRLF).
@@ -82,6 +99,16 @@ mod tests {
         assert_eq!(cell("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
         assert_eq!(cell("-1"), "'-1");
         assert_eq!(cell("line\nbreak"), "\"line\nbreak\"");
+    }
+
+    #[test]
+    fn a_formula_after_a_semicolon_is_neutralised_too() {
+        // Opened where `;` separates cells, "x;=1+1" would be two cells, the second a formula.
+        assert_eq!(cell("x;=1+1"), "x;'=1+1");
+        assert_eq!(cell("=a;b;@c"), "'=a;b;'@c");
+        assert_eq!(cell("k;-1,2"), "\"k;'-1,2\"");
+        assert_eq!(cell("a;b"), "a;b");
+        assert!(matches!(cell("plain;text"), Cow::Borrowed(_)));
     }
 
     #[test]
