@@ -9,8 +9,9 @@ use crate::pages::usage_table::SelectOption;
 /// Largest concurrency accepted per size class.
 const MAX_CONCURRENCY: u32 = 256;
 
-/// The posted account form (all text; blank = default or unchanged).
-#[derive(Debug, Default, Deserialize)]
+/// The posted account form (all text; blank = default or unchanged). No `Debug`: it holds the
+/// upstream credential.
+#[derive(Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AccountForm {
     name: String,

@@ -43,7 +43,8 @@ pub(crate) struct LoginQuery {
     signed_out: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The posted sign-in form. No `Debug`: it holds a password.
+#[derive(Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct LoginForm {
     username: String,

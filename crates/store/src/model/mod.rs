@@ -103,8 +103,8 @@ pub struct UnknownVariant {
     pub value: String,
 }
 
-/// A person or service that owns keys.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A person or service that owns keys. Its `Debug` shows whether it has a password, not the hash.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
     /// Its id.
     pub id: UserId,
@@ -120,8 +120,23 @@ pub struct User {
     pub created_at: Timestamp,
 }
 
-/// Input of [`Store::create_user`](crate::Store::create_user).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+impl fmt::Debug for User {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("User")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("is_admin", &self.is_admin)
+            .field(
+                "password_hash",
+                &self.password_hash.as_ref().map(|_| "<redacted>"),
+            )
+            .field("created_at", &self.created_at)
+            .finish()
+    }
+}
+
+/// Input of [`Store::create_user`](crate::Store::create_user). Its `Debug` hides the hash too.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct NewUser {
     /// Unique login name (not empty).
     pub name: String,
@@ -129,6 +144,19 @@ pub struct NewUser {
     pub is_admin: bool,
     /// An argon2 PHC string computed by the caller, if the user may log in.
     pub password_hash: Option<String>,
+}
+
+impl fmt::Debug for NewUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewUser")
+            .field("name", &self.name)
+            .field("is_admin", &self.is_admin)
+            .field(
+                "password_hash",
+                &self.password_hash.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
 }
 
 /// A routing group: keys belong to one group and may use the accounts of that group.
@@ -178,4 +206,33 @@ pub(crate) fn check_name(what: &str, name: &str) -> Result<(), crate::StoreError
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_s_debug_never_shows_its_password_hash() {
+        let user = User {
+            id: UserId(7),
+            name: "alice".to_owned(),
+            is_admin: false,
+            password_hash: Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".to_owned()),
+            created_at: Timestamp::now(),
+        };
+        let shown = format!("{user:?}");
+        assert!(!shown.contains("argon2"), "{shown}");
+        assert!(shown.contains("alice") && shown.contains("<redacted>"), "{shown}");
+        let new = NewUser {
+            name: user.name.clone(),
+            is_admin: false,
+            password_hash: user.password_hash.clone(),
+        };
+        let shown = format!("{new:?}");
+        assert!(
+            !shown.contains("argon2") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+    }
 }
