@@ -287,14 +287,21 @@ const NO_ACCOUNT_RETRY_AFTER: Duration = Duration::from_secs(5);
 
 fn pool_failure(err: PoolError, last: Option<Failure>, earliest_reset: Option<u64>) -> HttpError {
     match err {
-        PoolError::AllCoolingDown { retry_after, .. } => {
-            // The pool's wait leaves out the accounts this request already tried.
-            let wait = earliest_reset.map_or(retry_after, |at| retry_after.min(wait_until(at)));
-            limited(
-                Some(wait),
-                "Every upstream account of this key's group reached its usage limit.",
-            )
-        }
+        PoolError::AllCoolingDown { retry_after, .. } => match last {
+            // The account tried last failed for another reason (a 502, say) and may serve the
+            // retry at once: its failure is the answer, not the others' hours of cooldown.
+            Some(failure) if !matches!(failure.kind, FailureKind::RateLimited { .. }) => {
+                final_error(&failure, earliest_reset)
+            }
+            _ => {
+                // The pool's wait leaves out the accounts this request already tried.
+                let wait = earliest_reset.map_or(retry_after, |at| retry_after.min(wait_until(at)));
+                limited(
+                    Some(wait),
+                    "Every upstream account of this key's group reached its usage limit.",
+                )
+            }
+        },
         PoolError::AllBusy { retry_after } | PoolError::WaitQueueFull { retry_after } => {
             HttpError::new(ApiError::new(
                 ErrorKind::KeyRateLimited,
@@ -420,6 +427,29 @@ mod tests {
         // Alone, the long limit says to wait hours and not to retry.
         let alone = failure_error(&limited_long);
         assert_eq!(header(alone, "x-should-retry").as_deref(), Some("false"));
+    }
+
+    #[test]
+    fn a_transient_failure_is_not_hidden_behind_the_other_accounts_cooldown() {
+        use axum::response::IntoResponse;
+        let cooling = || PoolError::AllCoolingDown {
+            earliest_reset: imagegate_dispatch::UnixMillis(u64::MAX / 2),
+            retry_after: Duration::from_secs(5 * 3600),
+        };
+        let failed = Failure::transient("bad gateway");
+        let response = pool_failure(cooling(), Some(failed), None).into_response();
+        assert_eq!(response.status(), 502, "the tried account's own failure");
+        let limited_too = Failure::new(
+            FailureKind::RateLimited {
+                reset_at_unix_ms: None,
+                images_only: false,
+            },
+            "limited",
+        );
+        for last in [None, Some(limited_too)] {
+            let response = pool_failure(cooling(), last, None).into_response();
+            assert_eq!(response.status(), 429, "every account limited");
+        }
     }
 
     #[test]
