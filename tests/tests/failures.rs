@@ -330,8 +330,10 @@ async fn a_request_whose_body_still_arrives_when_the_grace_period_ends_is_record
     assert_eq!(records[0]["error_code"], "shutting_down", "{:?}", records[0]);
 }
 
-#[tokio::test]
-async fn a_stream_still_read_when_the_grace_period_ends_is_recorded_as_cut_by_the_shutdown() {
+/// The record of a stream whose image stalls halfway, when the gateway is stopped (1 s of grace)
+/// half a second after the stream began: with `leave`, its client left before (and the gateway
+/// was still reading the image for its usage); else the client was still reading.
+async fn record_of_a_stream_at_shutdown(leave: bool) -> Value {
     let mut s = setup_with_config("[timeouts]\nshutdown_grace_secs = 1\n");
     s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 6000}))
         .await;
@@ -344,8 +346,14 @@ async fn a_stream_still_read_when_the_grace_period_ends_is_recorded_as_cut_by_th
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    // The client keeps reading: the shutdown, not the client, ends the stream.
-    let reading = tokio::spawn(async move { response.bytes().await.map(|b| b.len()) });
+    let reading = if leave {
+        leave_after_first_bytes(response).await;
+        None
+    } else {
+        Some(tokio::spawn(
+            async move { response.bytes().await.map(|b| b.len()) },
+        ))
+    };
     tokio::time::sleep(Duration::from_millis(500)).await;
     let stopped = tokio::task::spawn_blocking(move || {
         let ok = s.gateway.stop();
@@ -353,48 +361,31 @@ async fn a_stream_still_read_when_the_grace_period_ends_is_recorded_as_cut_by_th
     });
     let (exited_cleanly, s) = stopped.await.unwrap();
     assert!(exited_cleanly, "gateway did not exit cleanly on SIGTERM");
-    let _cut = reading.await.unwrap();
+    if let Some(reading) = reading {
+        let _cut = reading.await.unwrap();
+    }
     let records = s.usage();
     assert_eq!(records.len(), 1, "{records:?}");
+    records[0].clone()
+}
+
+#[tokio::test]
+async fn a_stream_still_read_when_the_grace_period_ends_is_recorded_as_cut_by_the_shutdown() {
+    let record = record_of_a_stream_at_shutdown(false).await;
     assert_eq!(
-        (&records[0]["status"], &records[0]["error_code"]),
+        (&record["status"], &record["error_code"]),
         (&json!(503), &json!("shutting_down")),
-        "{:?}",
-        records[0]
+        "{record:?}"
     );
 }
 
 #[tokio::test]
 async fn a_client_that_left_before_the_shutdown_keeps_its_499() {
-    let mut s = setup_with_config("[timeouts]\nshutdown_grace_secs = 1\n");
-    // The image under way stalls: the gateway reads the rest of it for its usage after the
-    // client left, and is still reading when it is told to stop.
-    s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 6000}))
-        .await;
-    let response = s
-        .post_json(
-            "/images/generations",
-            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "stream": true, "partial_images": 2}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    leave_after_first_bytes(response).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let stopped = tokio::task::spawn_blocking(move || {
-        let ok = s.gateway.stop();
-        (ok, s)
-    });
-    let (exited_cleanly, s) = stopped.await.unwrap();
-    assert!(exited_cleanly, "gateway did not exit cleanly on SIGTERM");
-    let records = s.usage();
-    assert_eq!(records.len(), 1, "{records:?}");
+    let record = record_of_a_stream_at_shutdown(true).await;
     assert_eq!(
-        (&records[0]["status"], &records[0]["error_code"]),
+        (&record["status"], &record["error_code"]),
         (&json!(499), &json!("client_closed")),
-        "the client left first, not cut off by the shutdown: {:?}",
-        records[0]
+        "the client left first, not cut off by the shutdown: {record:?}"
     );
 }
 
