@@ -31,6 +31,7 @@ use crate::usage::UsageRecorder;
 pub use deadline::Deadline;
 use first_event::FirstEventWait;
 pub use outcome::outcome_of;
+use outcome::outcome_of_try;
 
 /// One call to relay.
 #[derive(Debug, Clone, Copy)]
@@ -132,13 +133,7 @@ pub async fn relay(
                     // Images made before the failure are lost with it, but the account spent them.
                     usage.spent(spent, "a failed call");
                 }
-                // A later try's timeout came from the time earlier tries used up, not from this
-                // account: not held against it (three would open its circuit breaker).
-                let outcome = if later_try && failure.kind == FailureKind::Timeout {
-                    imagegate_dispatch::Outcome::Invalid
-                } else {
-                    outcome_of(&failure)
-                };
+                let outcome = outcome_of_try(&failure, request.call, later_try);
                 record(app, &account, &outcome).await;
                 drop(lease);
                 tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,

@@ -1,7 +1,25 @@
 //! Upstream failures, as the dispatcher's outcomes.
 
 use imagegate_dispatch::{LimitScope, Outcome, UnixMillis};
-use imagegate_upstream::{Failure, FailureKind};
+use imagegate_upstream::{Failure, FailureKind, UpstreamCall};
+
+/// What a failed try of `call` means for its account, where the request says more than the
+/// failure alone: a later try's timeout came from the time earlier tries used up (not held
+/// against the account: three would open its circuit breaker); an image model the gateway chose
+/// (the Images endpoints) that the account does not serve is the account's failing, so that an
+/// account without it stops being picked first, while a Responses call's main model is the
+/// client's choice and never held against an account.
+pub fn outcome_of_try(failure: &Failure, call: UpstreamCall<'_>, later_try: bool) -> Outcome {
+    match failure.kind {
+        FailureKind::Timeout if later_try => Outcome::Invalid,
+        FailureKind::ModelUnsupported if !matches!(call, UpstreamCall::Respond { .. }) => {
+            Outcome::Transient {
+                detail: short(&failure.message),
+            }
+        }
+        _ => outcome_of(failure),
+    }
+}
 
 /// What a failure means for the account that produced it.
 pub fn outcome_of(failure: &Failure) -> Outcome {
@@ -48,6 +66,37 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn an_unserved_image_model_is_the_account_s_failing_but_a_client_s_main_model_is_not() {
+        let params = imagegate_domain::validate_generation(
+            imagegate_domain::ImageParamsDraft {
+                model: Some("gpt-image-2".into()),
+                prompt: Some("a fox".into()),
+                ..Default::default()
+            },
+            &imagegate_domain::ModelCatalog::default(),
+        )
+        .expect("valid");
+        let body = serde_json::Map::new();
+        let unsupported = Failure::new(FailureKind::ModelUnsupported, "no such model");
+        let images = UpstreamCall::Generate { params: &params };
+        let respond = UpstreamCall::Respond {
+            body: &body,
+            stream: false,
+        };
+        assert!(matches!(
+            outcome_of_try(&unsupported, images, false),
+            Outcome::Transient { .. }
+        ));
+        assert_eq!(outcome_of_try(&unsupported, respond, false), Outcome::Invalid);
+        let timeout = Failure::timeout(Duration::from_secs(120));
+        assert_eq!(outcome_of_try(&timeout, images, true), Outcome::Invalid);
+        assert!(matches!(
+            outcome_of_try(&timeout, images, false),
+            Outcome::Transient { .. }
+        ));
+    }
 
     #[test]
     fn a_slow_client_is_not_held_against_the_account_but_a_slow_upstream_is() {
