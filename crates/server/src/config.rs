@@ -198,6 +198,9 @@ pub struct FailoverConfig {
     pub transient_retries: u32,
     /// How long a request waits for a busy pool before 429.
     pub queue_wait_secs: u64,
+    /// Most requests of this replica waiting for a busy pool at once, over every group; more get
+    /// 429 at once.
+    pub max_waiting: u32,
     /// How long a streamed answer waits for its first event before the client gets the headers: a
     /// stream that fails before its first event is failed over like any failed call instead of
     /// reaching the client as an error frame. At most the keepalive interval, and in all over every
@@ -211,6 +214,7 @@ impl Default for FailoverConfig {
             max_switches: 3,
             transient_retries: 2,
             queue_wait_secs: 30,
+            max_waiting: 256,
             first_event_wait_secs: 10,
         }
     }
@@ -374,6 +378,17 @@ impl Config {
             codex: file.codex,
             console: file.console.resolve()?,
         })
+    }
+
+    /// The dispatcher's tunables: the waits for a busy pool and the lease settings.
+    pub fn dispatch_config(&self) -> imagegate_dispatch::DispatchConfig {
+        imagegate_dispatch::DispatchConfig {
+            max_wait: Duration::from_secs(self.failover.queue_wait_secs),
+            max_waiters: usize::try_from(self.failover.max_waiting).unwrap_or(usize::MAX),
+            lease_ttl: self.dispatch.lease_ttl(),
+            renew_interval: Some(self.dispatch.renew_interval()),
+            ..imagegate_dispatch::DispatchConfig::default()
+        }
     }
 
     /// How long a streamed answer's headers wait for its first event (see
@@ -618,6 +633,21 @@ mod tests {
         .unwrap();
         assert_eq!(defaults.redis_prefix, DEFAULT_REDIS_PREFIX);
         assert_eq!(defaults.dispatch.lease_ttl(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_waits_for_a_busy_pool_come_from_the_failover_section() {
+        let config = load_text("waiting", "[failover]\nqueue_wait_secs = 5\nmax_waiting = 8\n").unwrap();
+        let dispatch = config.dispatch_config();
+        assert_eq!(
+            (dispatch.max_wait, dispatch.max_waiters),
+            (Duration::from_secs(5), 8)
+        );
+        let defaults = load_text("waiting-defaults", "").unwrap().dispatch_config();
+        assert_eq!(
+            (defaults.max_wait, defaults.max_waiters, defaults.lease_ttl),
+            (Duration::from_secs(30), 256, Duration::from_secs(30))
+        );
     }
 
     #[test]

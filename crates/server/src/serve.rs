@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use imagegate_dispatch::{DispatchConfig, Dispatcher, KeyGate, SystemClock};
+use imagegate_dispatch::{Dispatcher, KeyGate, SystemClock};
 use imagegate_store::{KeyCache, MasterKey, Store, UsageSpool, UsageWriter, UsageWriterConfig};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -74,12 +74,7 @@ pub async fn run(
     on_ready: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), ServeError> {
     let clock = Arc::new(SystemClock);
-    let dispatch_config = DispatchConfig {
-        max_wait: Duration::from_secs(config.failover.queue_wait_secs),
-        lease_ttl: config.dispatch.lease_ttl(),
-        renew_interval: Some(config.dispatch.renew_interval()),
-        ..DispatchConfig::default()
-    };
+    let dispatch_config = config.dispatch_config();
     let backend = PoolBackend::build(&config)?;
     let master_key = MasterKey::load_or_create_from_env(&config.data_dir)?;
     let previous = MasterKey::previous_from_env()?;
