@@ -6,6 +6,7 @@
 
 mod accounts;
 mod cli;
+mod completed_usage;
 mod config;
 mod console;
 #[cfg(feature = "redis")]

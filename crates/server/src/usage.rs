@@ -7,6 +7,7 @@ use imagegate_domain::{ImageParams, ImageSize, SizeClass, Usage};
 use imagegate_store::{AuthContext, Timestamp, TokenCounts, UsageRecord, UsageSink};
 use imagegate_upstream::{Spent, SpentSoFar};
 
+use crate::completed_usage::CompletedUsage;
 use crate::in_flight::Entered;
 use crate::metrics::{InFlight, Metrics, RequestObservation};
 
@@ -35,8 +36,8 @@ pub struct UsageRecorder {
     /// The client left (the rest of the answer is read in the background): its record keeps 499
     /// even if the shutdown then cuts that reading short.
     client_left: bool,
-    /// The latest running total of the answer's usage ([`UsageRecorder::usage_so_far`]).
-    running_usage: Option<Usage>,
+    /// What the completed events of a stream said ([`UsageRecorder::completed_image`]).
+    completed: CompletedUsage,
 }
 
 /// Status recorded for a request whose client went away before the end.
@@ -90,7 +91,7 @@ impl UsageRecorder {
             entered,
             call_spent: None,
             client_left: false,
-            running_usage: None,
+            completed: CompletedUsage::default(),
         }
     }
 
@@ -234,12 +235,10 @@ impl UsageRecorder {
         });
     }
 
-    /// Token usage reported as a running total, added to the record once, when it is submitted:
-    /// each `*.completed` event of an Images stream carries the request's usage so far, so the
-    /// last one is the whole request's (as the one `usage` of a non-streaming answer is); adding
-    /// them all up would bill the input n times over.
-    pub fn usage_so_far(&mut self, usage: &Usage) {
-        self.running_usage = Some(*usage);
+    /// The usage on a `*.completed` event of an Images stream: the request's so far, or the
+    /// image's own, as [`CompletedUsage`] tells; added to the record once, when it is submitted.
+    pub fn completed_image(&mut self, usage: &Usage) {
+        self.completed.push(usage);
     }
 
     /// Ends the record with the status and error code the client saw, and queues it.
@@ -262,8 +261,8 @@ impl UsageRecorder {
             };
             self.spent(&spent, cut_by);
         }
-        if let Some(running) = self.running_usage.take() {
-            self.usage(&running);
+        if let Some(completed) = std::mem::take(&mut self.completed).total() {
+            self.usage(&completed);
         }
         if self.switches > 0 {
             self.note(format!("failed over {} time(s)", self.switches));

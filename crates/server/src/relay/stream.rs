@@ -348,7 +348,7 @@ fn ended_inside_an_event() -> Failure {
 }
 
 /// Records one completed image of an Images stream, whole or relayed in pieces: one more image,
-/// and the request's usage so far (see [`UsageRecorder::usage_so_far`]).
+/// and its usage (see [`UsageRecorder::completed_image`]).
 fn record_image(
     usage: &mut UsageRecorder,
     size: Option<&str>,
@@ -358,7 +358,7 @@ fn record_image(
 ) {
     usage.produced(size, quality, output_format, 1);
     if let Some(tokens) = tokens {
-        usage.usage_so_far(tokens);
+        usage.completed_image(tokens);
     }
 }
 
