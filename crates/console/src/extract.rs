@@ -55,8 +55,16 @@ impl FromRequestParts<ConsoleState> for SignedIn {
             return Err(to_login(parts));
         };
         let user = match state.store.user(session.user_id).await {
-            Ok(user) if user.password_hash.is_some() => user,
-            // Deleted, or no longer allowed to sign in: end the session.
+            Ok(user)
+                if user
+                    .password_hash
+                    .as_deref()
+                    .is_some_and(|hash| session.password_stamp.matches(hash)) =>
+            {
+                user
+            }
+            // Deleted, no longer allowed to sign in, or its password changed since (by an admin
+            // here, on another replica or from the command line): end the session.
             Ok(_) | Err(StoreError::NotFound { .. }) => {
                 state
                     .sessions

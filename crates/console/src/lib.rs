@@ -78,8 +78,8 @@ pub use backend::{ConsoleBackend, StubBackend};
 pub use error::ConsoleError;
 pub use ratelimit::{LoginLimit, SharedLoginCounter, Subject as LoginSubject};
 pub use session::{
-    Flash, FlashKind, MemorySessionStore, Reveal, Session, SessionError, SessionKey, SessionStore,
-    SessionToken,
+    Flash, FlashKind, MemorySessionStore, PasswordStamp, Reveal, Session, SessionError, SessionKey,
+    SessionStore, SessionToken,
 };
 pub use state::{ConsoleConfig, ConsoleState};
 

@@ -1,4 +1,5 @@
-//! Limits on failed sign-ins, per user name and per client address.
+//! Limits on failed sign-ins: per user name from one client address, per user name from all of
+//! them, and per client address.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,9 +17,12 @@ const SWEEP_THRESHOLD: usize = 4096;
 /// How many failed sign-ins are allowed within a sliding window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoginLimit {
-    /// Failures allowed per user name in `window`; the next attempt for that name is refused
-    /// until the oldest failure leaves the window.
+    /// Failures allowed per user name from one client address in `window`; the next attempt for
+    /// that name from there is refused until the oldest failure leaves the window.
     pub max_failures: u32,
+    /// Failures allowed per user name from all addresses together in `window` (higher: guesses
+    /// from many addresses are bounded, while one address alone cannot lock a user out).
+    pub max_failures_per_name: u32,
     /// Failures allowed per client address in `window` (higher: several people may share an
     /// address behind a NAT or proxy). Only counted when the server provides the address
     /// (`into_make_service_with_connect_info`).
@@ -28,10 +32,12 @@ pub struct LoginLimit {
 }
 
 impl Default for LoginLimit {
-    /// 5 failures per user name and 20 per address, per 5 minutes.
+    /// 5 failures per user name from one address, 50 per user name and 20 per address, per
+    /// 5 minutes.
     fn default() -> Self {
         Self {
             max_failures: 5,
+            max_failures_per_name: 50,
             max_failures_per_address: 20,
             window: Duration::from_secs(300),
         }
@@ -45,11 +51,32 @@ pub struct Subject {
     max: u32,
 }
 
+/// Longest user name counted under its own name: no user can have a longer one (the store allows
+/// 200 characters), so longer ones are counted together, and a key's size stays bounded.
+const LONGEST_NAME: usize = 200;
+
+/// A user name as counted: trimmed and case-insensitive.
+fn counted_name(name: &str) -> String {
+    let name = name.trim();
+    if name.chars().count() > LONGEST_NAME {
+        return "(too long)".to_owned();
+    }
+    name.to_lowercase()
+}
+
 impl Subject {
-    /// A user name (case-insensitive).
+    /// A user name (case-insensitive), from every address together.
     pub fn user(name: &str, limit: &LoginLimit) -> Self {
         Self {
-            key: format!("user:{}", name.trim().to_lowercase()),
+            key: format!("user:{}", counted_name(name)),
+            max: limit.max_failures_per_name,
+        }
+    }
+
+    /// A user name (case-insensitive) from one client address (`ip`; empty when unknown).
+    pub fn user_from(name: &str, ip: &str, limit: &LoginLimit) -> Self {
+        Self {
+            key: format!("from:{ip}:user:{}", counted_name(name)),
             max: limit.max_failures,
         }
     }
@@ -62,7 +89,7 @@ impl Subject {
         }
     }
 
-    /// What it is counted under: `user:<name>` or `ip:<address>`.
+    /// What it is counted under: `from:<address>:user:<name>`, `user:<name>` or `ip:<address>`.
     pub fn key(&self) -> &str {
         &self.key
     }
@@ -151,23 +178,21 @@ impl LoginCounting {
         }
     }
 
-    /// Takes back `attempt` (its password was right) and forgets the failures of `user`.
-    pub(crate) async fn succeeded(
-        &self,
-        subjects: &[Subject],
-        attempt: Attempt,
-        user: &Subject,
-    ) -> Result<(), SessionError> {
+    /// Takes back `attempt` (its password was right) and forgets the failures of its user name
+    /// (from every address, and from this one).
+    pub(crate) async fn succeeded(&self, subjects: &[Subject], attempt: Attempt) -> Result<(), SessionError> {
+        let (names, ips) = split_subjects(subjects);
         match (self, attempt) {
             (Self::Local(limiter), Attempt::Local(at)) => {
                 limiter.forgive(subjects, at);
-                limiter.clear(user);
+                names.iter().for_each(|name| limiter.clear(name));
             }
             (Self::Shared { users, addresses }, Attempt::Shared { id, addresses_at }) => {
-                let (names, ips) = split_subjects(subjects);
                 addresses.forgive(&ips, addresses_at);
                 users.forgive(&names, &id).await?;
-                users.clear(user).await?;
+                for name in &names {
+                    users.clear(name).await?;
+                }
             }
             // An attempt is begun and ended on the same counting.
             _ => {}
@@ -184,7 +209,7 @@ fn split_subjects(subjects: &[Subject]) -> (Vec<Subject>, Vec<Subject>) {
         .partition(|subject| !subject.key.starts_with("ip:"))
 }
 
-/// Recent failures per subject (`user:<name>`, `ip:<address>`).
+/// Recent failures per subject (see [`Subject::key`]).
 #[derive(Debug)]
 pub(crate) struct LoginLimiter {
     limit: LoginLimit,
@@ -292,6 +317,7 @@ mod tests {
 
     const LIMIT: LoginLimit = LoginLimit {
         max_failures: 3,
+        max_failures_per_name: 3,
         max_failures_per_address: 5,
         window: Duration::from_secs(60),
     };

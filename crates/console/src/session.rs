@@ -128,11 +128,41 @@ pub enum Reveal {
     },
 }
 
+/// Which password a session was opened with: a digest of the user's stored password hash, so a
+/// session ends when the password changes, whichever replica or command changed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasswordStamp(String);
+
+impl PasswordStamp {
+    /// The stamp of a stored password hash (PHC string): its SHA-256, truncated to 128 bits.
+    pub fn of(password_hash: &str) -> Self {
+        let digest = Sha256::digest(password_hash.as_bytes());
+        Self(hex::encode(digest.get(..16).unwrap_or_default()))
+    }
+
+    /// A stamp kept as text (in a shared session store).
+    pub fn from_stored(text: String) -> Self {
+        Self(text)
+    }
+
+    /// The text to store.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `password_hash` is the one this stamp was taken of.
+    pub fn matches(&self, password_hash: &str) -> bool {
+        *self == Self::of(password_hash)
+    }
+}
+
 /// What the server knows about a signed-in browser.
 #[derive(Debug, Clone)]
 pub struct Session {
     /// Who signed in.
     pub user_id: UserId,
+    /// The password they signed in with; a session whose user's password changed since ends.
+    pub password_stamp: PasswordStamp,
     /// The token every POST form must carry.
     pub csrf_token: String,
     /// When the session started.
@@ -146,11 +176,13 @@ pub struct Session {
 }
 
 impl Session {
-    /// A new session for `user_id` lasting `ttl`, with a fresh CSRF token.
-    pub fn new(user_id: UserId, ttl: std::time::Duration) -> Self {
+    /// A new session for `user_id`, who signed in with the password stored as `password_hash`,
+    /// lasting `ttl`, with a fresh CSRF token.
+    pub fn new(user_id: UserId, password_hash: &str, ttl: std::time::Duration) -> Self {
         let now = Timestamp::now();
         Self {
             user_id,
+            password_stamp: PasswordStamp::of(password_hash),
             csrf_token: crate::csrf::new_token(),
             created_at: now,
             expires_at: now.saturating_add(ttl),
@@ -307,11 +339,14 @@ mod tests {
         let live = SessionToken::generate().key();
         let dead = SessionToken::generate().key();
         store
-            .put(&live, Session::new(UserId(1), Duration::from_secs(60)))
+            .put(
+                &live,
+                Session::new(UserId(1), "$argon2id$test", Duration::from_secs(60)),
+            )
             .await
             .unwrap();
         store
-            .put(&dead, Session::new(UserId(1), Duration::ZERO))
+            .put(&dead, Session::new(UserId(1), "$argon2id$test", Duration::ZERO))
             .await
             .unwrap();
         assert_eq!(store.get(&live).await.unwrap().unwrap().user_id, UserId(1));
@@ -323,7 +358,7 @@ mod tests {
     async fn an_update_does_not_bring_back_an_ended_session() {
         let store = MemorySessionStore::new();
         let key = SessionToken::generate().key();
-        let session = Session::new(UserId(1), Duration::from_secs(60));
+        let session = Session::new(UserId(1), "$argon2id$test", Duration::from_secs(60));
         store.put(&key, session.clone()).await.unwrap();
         let mut changed = session.clone();
         changed.flash.push(Flash::success("saved"));
@@ -340,11 +375,17 @@ mod tests {
         let store = MemorySessionStore::new();
         let (a, b) = (SessionToken::generate().key(), SessionToken::generate().key());
         store
-            .put(&a, Session::new(UserId(1), Duration::from_secs(60)))
+            .put(
+                &a,
+                Session::new(UserId(1), "$argon2id$test", Duration::from_secs(60)),
+            )
             .await
             .unwrap();
         store
-            .put(&b, Session::new(UserId(2), Duration::from_secs(60)))
+            .put(
+                &b,
+                Session::new(UserId(2), "$argon2id$test", Duration::from_secs(60)),
+            )
             .await
             .unwrap();
         store.remove_user(UserId(1), None).await.unwrap();
@@ -354,7 +395,10 @@ mod tests {
         let (c, d) = (SessionToken::generate().key(), SessionToken::generate().key());
         for key in [&c, &d] {
             store
-                .put(key, Session::new(UserId(2), Duration::from_secs(60)))
+                .put(
+                    key,
+                    Session::new(UserId(2), "$argon2id$test", Duration::from_secs(60)),
+                )
                 .await
                 .unwrap();
         }

@@ -286,6 +286,114 @@ async fn add_disable_test_and_delete_an_account() {
 }
 
 #[tokio::test]
+async fn a_stored_credential_is_not_sent_to_a_new_base_url_without_being_typed_again() {
+    let console = Console::new().await;
+    console.user("root", "root-password", true).await;
+    let admin = console.login("root", "root-password").await;
+    let reply = console
+        .submit(
+            &admin,
+            "/admin/accounts",
+            &[
+                ("name", "main"),
+                ("base_url", "https://upstream.example/v1"),
+                ("credential", "sk-upstream-SECRET"),
+            ],
+        )
+        .await;
+    assert!(
+        console
+            .follow(&reply, &admin)
+            .await
+            .body
+            .contains("Account “main” added.")
+    );
+    let account = console.store.account_by_name("main").await.unwrap().unwrap();
+    let edit = format!("/admin/accounts/{}", account.id);
+    let saved = |base_url: &'static str, extra: &'static [(&'static str, &'static str)]| {
+        let mut form = vec![("name", "main"), ("base_url", base_url)];
+        form.extend_from_slice(extra);
+        form
+    };
+
+    // Moved without the credential: refused, nothing saved.
+    let reply = console
+        .submit(&admin, &edit, &saved("https://elsewhere.example/v1", &[]))
+        .await;
+    let page = console.follow(&reply, &admin).await;
+    assert!(
+        page.body
+            .contains("a new base URL needs the credential typed again"),
+        "{}",
+        page.body
+    );
+    let stored = console.store.account(account.id).await.unwrap();
+    assert_eq!(stored.base_url.as_deref(), Some("https://upstream.example/v1"));
+    assert!(stored.has_credential);
+    // Also when the URL is blanked (back to the default upstream).
+    let reply = console.submit(&admin, &edit, &saved("", &[])).await;
+    assert!(
+        console
+            .follow(&reply, &admin)
+            .await
+            .body
+            .contains("a new base URL needs the credential typed again")
+    );
+
+    // Same URL, other fields: saved, the credential kept.
+    let reply = console
+        .submit(
+            &admin,
+            &edit,
+            &saved("https://upstream.example/v1", &[("priority", "3")]),
+        )
+        .await;
+    assert!(
+        console
+            .follow(&reply, &admin)
+            .await
+            .body
+            .contains("Account “main” saved.")
+    );
+    let stored = console.store.account(account.id).await.unwrap();
+    assert_eq!(stored.priority, 3);
+    assert!(stored.has_credential);
+
+    // Moved with a new credential, or with the old one removed: saved.
+    let reply = console
+        .submit(
+            &admin,
+            &edit,
+            &saved("https://elsewhere.example/v1", &[("credential", "sk-other")]),
+        )
+        .await;
+    assert!(
+        console
+            .follow(&reply, &admin)
+            .await
+            .body
+            .contains("The new credential is stored.")
+    );
+    let reply = console
+        .submit(
+            &admin,
+            &edit,
+            &saved("https://third.example/v1", &[("clear_credential", "1")]),
+        )
+        .await;
+    assert!(
+        console
+            .follow(&reply, &admin)
+            .await
+            .body
+            .contains("The credential was removed.")
+    );
+    let stored = console.store.account(account.id).await.unwrap();
+    assert_eq!(stored.base_url.as_deref(), Some("https://third.example/v1"));
+    assert!(!stored.has_credential);
+}
+
+#[tokio::test]
 async fn resetting_ones_own_password_ends_ones_other_sessions_but_not_this_one() {
     let console = Console::new().await;
     let root = console.user("root", "root-password", true).await;
@@ -305,6 +413,32 @@ async fn resetting_ones_own_password_ends_ones_other_sessions_but_not_this_one()
         console.get("/keys", Some(&here.cookie)).await.status,
         StatusCode::OK,
         "this one goes on"
+    );
+}
+
+#[tokio::test]
+async fn a_password_changed_elsewhere_ends_the_sessions_opened_with_the_old_one() {
+    let console = Console::new().await;
+    let carol = console.user("carol", "carol-password", false).await;
+    let browser = console.login("carol", "carol-password").await;
+    assert_eq!(
+        console.get("/keys", Some(&browser.cookie)).await.status,
+        StatusCode::OK
+    );
+    // Changed where this process's sessions are not told: another replica, or the command line.
+    let hash = imagegate_console::hash_password("a-new-password").unwrap();
+    console
+        .store
+        .set_user_password_hash(carol.id, Some(&hash))
+        .await
+        .unwrap();
+    let reply = console.get("/keys", Some(&browser.cookie)).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "the old session ended");
+    assert!(reply.location().starts_with("/login"), "{}", reply.location());
+    let again = console.login("carol", "a-new-password").await;
+    assert_eq!(
+        console.get("/keys", Some(&again.cookie)).await.status,
+        StatusCode::OK
     );
 }
 

@@ -143,6 +143,7 @@ async fn wrong_password_and_unknown_user_get_the_same_answer() {
 async fn failed_logins_are_rate_limited_per_user_name() {
     let limit = LoginLimit {
         max_failures: 3,
+        max_failures_per_name: 100,
         max_failures_per_address: 100,
         window: Duration::from_secs(300),
     };
@@ -181,6 +182,7 @@ async fn failed_logins_are_rate_limited_per_user_name() {
 async fn sign_ins_sent_together_are_limited_like_sign_ins_sent_one_by_one() {
     let limit = LoginLimit {
         max_failures: 2,
+        max_failures_per_name: 100,
         max_failures_per_address: 100,
         window: Duration::from_secs(300),
     };
@@ -247,6 +249,7 @@ async fn login_via(
 async fn failed_logins_are_rate_limited_per_client_address() {
     let limit = LoginLimit {
         max_failures: 5,
+        max_failures_per_name: 100,
         max_failures_per_address: 2,
         window: Duration::from_secs(300),
     };
@@ -271,6 +274,59 @@ async fn failed_logins_are_rate_limited_per_client_address() {
     assert_eq!(
         login_from(&console, [10, 0, 0, 2], "alice", "alice-password").await,
         StatusCode::SEE_OTHER
+    );
+}
+
+#[tokio::test]
+async fn failures_from_one_address_do_not_lock_a_user_out_but_guesses_from_many_are_bounded() {
+    let limit = LoginLimit {
+        max_failures: 2,
+        max_failures_per_name: 4,
+        max_failures_per_address: 100,
+        window: Duration::from_secs(300),
+    };
+    let console = Console::with_config(ConsoleConfig {
+        login_limit: limit,
+        ..ConsoleConfig::default()
+    })
+    .await;
+    console.user("alice", "alice-password", false).await;
+    let attacker = [10, 0, 0, 9];
+    for _ in 0..2 {
+        assert_eq!(
+            login_from(&console, attacker, "alice", "guess-guess").await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(
+        login_from(&console, attacker, "alice", "alice-password").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "that address is done with alice for now"
+    );
+    assert_eq!(
+        login_from(&console, [10, 0, 0, 1], "alice", "alice-password").await,
+        StatusCode::SEE_OTHER,
+        "alice herself, elsewhere, still signs in"
+    );
+    // Her sign-in cleared the count over all addresses; guesses from two more spend it.
+    for ip in [[10, 0, 0, 2], [10, 0, 0, 3]] {
+        for _ in 0..2 {
+            assert_eq!(
+                login_from(&console, ip, "alice", "guess-guess").await,
+                StatusCode::UNAUTHORIZED
+            );
+        }
+    }
+    assert_eq!(
+        login_from(&console, [10, 0, 0, 4], "alice", "alice-password").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "four guesses at alice from anywhere: no more for a while"
+    );
+    // A name no user can have is counted like any other, under one bounded key.
+    let long = "x".repeat(10_000);
+    assert_eq!(
+        login_from(&console, [10, 0, 0, 5], &long, "guess-guess").await,
+        StatusCode::UNAUTHORIZED
     );
 }
 
@@ -358,6 +414,7 @@ async fn pages_carry_security_headers_and_assets_are_served() {
 async fn behind_balancers_in_10_0_0_0_8() -> Console {
     let limit = LoginLimit {
         max_failures: 5,
+        max_failures_per_name: 100,
         max_failures_per_address: 2,
         window: Duration::from_secs(300),
     };

@@ -151,6 +151,7 @@ mod tests {
 
     const LIMIT: LoginLimit = LoginLimit {
         max_failures: 3,
+        max_failures_per_name: 3,
         max_failures_per_address: 5,
         window: Duration::from_secs(60),
     };

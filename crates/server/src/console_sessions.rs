@@ -45,7 +45,7 @@ pub mod redis_store {
 
     use async_trait::async_trait;
     use imagegate_console::{Flash, FlashKind, Reveal};
-    use imagegate_console::{Session, SessionError, SessionKey, SessionStore};
+    use imagegate_console::{PasswordStamp, Session, SessionError, SessionKey, SessionStore};
     use imagegate_store::{Crypto, SealContext, Secret, Timestamp, UserId};
     use redis::aio::ConnectionManager;
     use redis::{AsyncCommands, Script};
@@ -247,6 +247,10 @@ pub mod redis_store {
         /// The Redis key it was sealed for.
         at: String,
         user_id: i64,
+        /// Absent from sessions sealed before stamps existed: those end (their users sign in
+        /// again).
+        #[serde(default)]
+        password_stamp: String,
         csrf_token: String,
         created_at: Timestamp,
         expires_at: Timestamp,
@@ -271,6 +275,7 @@ pub mod redis_store {
             Self {
                 at: at.to_owned(),
                 user_id: session.user_id.0,
+                password_stamp: session.password_stamp.as_str().to_owned(),
                 csrf_token: session.csrf_token.clone(),
                 created_at: session.created_at,
                 expires_at: session.expires_at,
@@ -300,6 +305,7 @@ pub mod redis_store {
         fn from(stored: Stored) -> Self {
             Self {
                 user_id: UserId(stored.user_id),
+                password_stamp: PasswordStamp::from_stored(stored.password_stamp),
                 csrf_token: stored.csrf_token,
                 created_at: stored.created_at,
                 expires_at: stored.expires_at,
@@ -408,7 +414,7 @@ pub mod redis_store {
             let (one, other) = (store(&prefix, &key), store(&prefix, &key));
 
             let token = SessionToken::generate();
-            let mut session = Session::new(UserId(7), Duration::from_secs(60));
+            let mut session = Session::new(UserId(7), "$argon2id$test", Duration::from_secs(60));
             session.flash.push(Flash::error("not saved"));
             session.reveal = Some(Reveal::ApiKey {
                 name: "laptop".into(),
@@ -449,14 +455,17 @@ pub mod redis_store {
             // A second session of the same user; a password reset ends both, on every replica.
             let second = SessionToken::generate();
             other
-                .put(&second.key(), Session::new(UserId(7), Duration::from_secs(60)))
+                .put(
+                    &second.key(),
+                    Session::new(UserId(7), "$argon2id$test", Duration::from_secs(60)),
+                )
                 .await
                 .unwrap();
             let someone_else = SessionToken::generate();
             other
                 .put(
                     &someone_else.key(),
-                    Session::new(UserId(8), Duration::from_secs(60)),
+                    Session::new(UserId(8), "$argon2id$test", Duration::from_secs(60)),
                 )
                 .await
                 .unwrap();
@@ -469,7 +478,10 @@ pub mod redis_store {
             let (third, fourth) = (SessionToken::generate(), SessionToken::generate());
             for token in [&third, &fourth] {
                 other
-                    .put(&token.key(), Session::new(UserId(7), Duration::from_secs(60)))
+                    .put(
+                        &token.key(),
+                        Session::new(UserId(7), "$argon2id$test", Duration::from_secs(60)),
+                    )
                     .await
                     .unwrap();
             }
@@ -493,7 +505,7 @@ pub mod redis_store {
             let prefix = unique_prefix();
             let (one, other) = (store(&prefix, &key), store(&prefix, &key));
             let admin = SessionToken::generate();
-            let session = Session::new(UserId(1), Duration::from_secs(60));
+            let session = Session::new(UserId(1), "$argon2id$test", Duration::from_secs(60));
             one.put(&admin.key(), session.clone()).await.unwrap();
 
             // Someone who can write to Redis copies the admin's sealed session under their own
@@ -533,7 +545,10 @@ pub mod redis_store {
                 RedisSessionStore::new(connection, &prefix, Crypto::new(&new).with_previous(Some(&old)));
             let token = SessionToken::generate();
             not_restarted
-                .put(&token.key(), Session::new(UserId(3), Duration::from_secs(60)))
+                .put(
+                    &token.key(),
+                    Session::new(UserId(3), "$argon2id$test", Duration::from_secs(60)),
+                )
                 .await
                 .unwrap();
             assert!(restarted.get(&token.key()).await.unwrap().is_some());
@@ -545,7 +560,10 @@ pub mod redis_store {
             let sessions = store(&unique_prefix(), &key);
             let token = SessionToken::generate();
             sessions
-                .put(&token.key(), Session::new(UserId(1), Duration::ZERO))
+                .put(
+                    &token.key(),
+                    Session::new(UserId(1), "$argon2id$test", Duration::ZERO),
+                )
                 .await
                 .unwrap();
             assert!(sessions.get(&token.key()).await.unwrap().is_none());

@@ -15,7 +15,7 @@ use crate::error::{ConsoleError, PageResult};
 use crate::extract::Admin;
 use crate::form::HtmlForm;
 use crate::layout::Layout;
-use crate::pages::account_form::{AccountForm, AccountFormView};
+use crate::pages::account_form::{AccountForm, AccountFormView, ParsedAccount};
 use crate::pages::{ConfirmPage, render};
 use crate::session::Flash;
 use crate::state::ConsoleState;
@@ -260,6 +260,13 @@ pub(crate) async fn update(
         Ok(parsed) => parsed,
         Err(msg) => return me.redirect_with(&state, Flash::error(msg), &back).await,
     };
+    if moves_stored_credential(&account, &parsed) {
+        let flash = Flash::error(
+            "Nothing was saved: a new base URL needs the credential typed again (the stored one is \
+             only ever sent where it was entered for), or removed.",
+        );
+        return me.redirect_with(&state, flash, &back).await;
+    }
     let update = AccountUpdate {
         name: Some(parsed.name.clone()),
         base_url: Some(parsed.base_url),
@@ -296,6 +303,16 @@ pub(crate) async fn update(
     state.backend.accounts_changed().await;
     let flash = Flash::success(format!("Account “{}” saved.{credential_note}", parsed.name));
     me.redirect_with(&state, flash, "/admin/accounts").await
+}
+
+/// Whether saving `parsed` would send the account's stored credential to another base URL: the
+/// credential can be written but never read back in the console, and moving it would read it out
+/// (to a server of the editor's choosing).
+fn moves_stored_credential(account: &Account, parsed: &ParsedAccount) -> bool {
+    account.has_credential
+        && account.base_url != parsed.base_url
+        && parsed.credential.is_none()
+        && !parsed.clear_credential
 }
 
 async fn set_enabled(

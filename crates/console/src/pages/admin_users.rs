@@ -14,7 +14,7 @@ use crate::extract::Admin;
 use crate::form::{HtmlForm, non_blank};
 use crate::layout::Layout;
 use crate::pages::render;
-use crate::session::{Flash, Reveal};
+use crate::session::{Flash, PasswordStamp, Reveal};
 use crate::state::ConsoleState;
 
 struct UserRow {
@@ -41,7 +41,8 @@ struct UsersPage {
     new_password: Option<NewPassword>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The posted add-user form. No `Debug`: it may hold a password.
+#[derive(Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct UserForm {
     name: String,
@@ -206,8 +207,13 @@ pub(crate) async fn reset_password(
         .store
         .set_user_password_hash(user.id, Some(&password_hash))
         .await?;
-    // One's own reset ends one's other sessions (a stolen one among them) but not this one.
-    let keep = (user.id == me.user.id).then_some(&me.key);
+    // One's own reset ends one's other sessions (a stolen one among them) but not this one, which
+    // now stands for the new password.
+    let own = user.id == me.user.id;
+    if own {
+        me.session.password_stamp = PasswordStamp::of(&password_hash);
+    }
+    let keep = own.then_some(&me.key);
     state.sessions.remove_user(user.id, keep).await?;
     tracing::info!(admin = %me.user.name, user = %user.name, "console: password reset");
     let flash = Flash::success(format!(

@@ -170,7 +170,10 @@ pub(crate) async fn submit(
 ) -> PageResult {
     let username = form.username.trim().to_owned();
     let limit = &state.config.login_limit;
-    let mut subjects = vec![Subject::user(&username, limit)];
+    let mut subjects = vec![
+        Subject::user_from(&username, ip.as_deref().unwrap_or_default(), limit),
+        Subject::user(&username, limit),
+    ];
     subjects.extend(ip.as_deref().map(|ip| Subject::address(ip, limit)));
     let ip = ip.unwrap_or_default();
     let attempt = match state.login_counting.begin_attempt(&subjects).await? {
@@ -196,25 +199,26 @@ async fn check_and_sign_in(
     subjects: &[Subject],
     attempt: Attempt,
 ) -> PageResult {
-    let limit = &state.config.login_limit;
-    let user = state.store.user_by_name(username).await?;
     let password = form.password;
-    let hash = user.as_ref().and_then(|u| u.password_hash.clone());
     // Each check holds about 19 MiB for a few milliseconds: a few at a time, however many
-    // sign-ins arrive together (from many addresses, each within its own limit).
-    let verified = match PASSWORD_CHECKS.acquire().await {
-        Ok(_permit) => tokio::task::spawn_blocking(move || match hash {
-            Some(hash) => verify_password(&password, &hash),
-            None => {
-                verify_against_dummy(&password);
-                false
-            }
-        })
-        .await
-        .unwrap_or(false),
-        Err(_) => false,
-    };
-    let Some(user) = user.filter(|_| verified) else {
+    // sign-ins arrive together (from many addresses, each within its own limit). The user is read
+    // once a check may start, so a password reset made while this one waited is the one checked.
+    // (The semaphore is never closed, so the permit is always granted.)
+    let _permit = PASSWORD_CHECKS.acquire().await.ok();
+    let user = state.store.user_by_name(username).await?;
+    let hash = user.as_ref().and_then(|u| u.password_hash.clone());
+    let checked = hash.clone();
+    let verified = tokio::task::spawn_blocking(move || match checked {
+        Some(hash) => verify_password(&password, &hash),
+        None => {
+            verify_against_dummy(&password);
+            false
+        }
+    })
+    .await
+    .unwrap_or(false);
+    let signed_in = user.zip(hash).filter(|_| verified);
+    let Some((user, hash)) = signed_in else {
         // Already counted by `begin_attempt`.
         tracing::info!(ip = %ip, "console sign-in failed");
         let flash = Flash::error("Wrong user name or password.");
@@ -227,16 +231,13 @@ async fn check_and_sign_in(
             Some(flash),
         );
     };
-    state
-        .login_counting
-        .succeeded(subjects, attempt, &Subject::user(username, limit))
-        .await?;
+    state.login_counting.succeeded(subjects, attempt).await?;
     // A new token on every sign-in (no session fixation); drop any previous session.
     if let Some(old) = cookies::read(headers, SESSION_COOKIE).and_then(|v| SessionToken::parse(&v)) {
         state.sessions.remove(&old.key()).await?;
     }
     let token = SessionToken::generate();
-    let mut session = Session::new(user.id, state.config.session_ttl);
+    let mut session = Session::new(user.id, &hash, state.config.session_ttl);
     session
         .flash
         .push(Flash::success(format!("Signed in as {}.", user.name)));
