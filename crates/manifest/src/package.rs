@@ -14,7 +14,8 @@ use crate::rules::text::has_drive_letter;
 pub struct PackageLimits {
     /// Most entries a package may have.
     pub max_entries: usize,
-    /// Most bytes all entries may unpack to (as the archive declares them).
+    /// Most bytes all entries may unpack to (as the archive declares them, and as they really
+    /// inflate).
     pub max_unpacked_bytes: u64,
     /// Most bytes of SKILL.md read from a package for comparison.
     pub max_skill_md_bytes: u64,
@@ -35,6 +36,50 @@ impl Default for PackageLimits {
 pub(crate) struct PackageProblem {
     pub rule: Rule,
     pub message: String,
+}
+
+/// What the entries really unpack to, counted by unpacking them (into nothing) up to `limit`
+/// bytes in all: an archive may declare small sizes and inflate to far more, and an installer
+/// writes what it inflates to. A problem when that passes the limit, or an entry does not unpack.
+fn unpacked_beyond_declared<R: Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    limit: u64,
+) -> Option<PackageProblem> {
+    let mut unpacked: u64 = 0;
+    for index in 0..archive.len() {
+        let mut entry = match archive.by_index(index) {
+            Ok(entry) => entry,
+            Err(why) => {
+                return Some(problem(
+                    Rule::PkgOpen,
+                    format!("entry {index} cannot be unpacked: {why}"),
+                ));
+            }
+        };
+        if !entry.is_file() {
+            continue;
+        }
+        let allowance = limit.saturating_sub(unpacked).saturating_add(1);
+        match std::io::copy(&mut (&mut entry).take(allowance), &mut std::io::sink()) {
+            Ok(bytes) => unpacked = unpacked.saturating_add(bytes),
+            Err(why) => {
+                return Some(problem(
+                    Rule::PkgOpen,
+                    format!("entry {index} cannot be unpacked: {why}"),
+                ));
+            }
+        }
+        if unpacked > limit {
+            return Some(problem(
+                Rule::PkgLimits,
+                format!(
+                    "the package unpacks to more than {limit} bytes, the limit, though its entries declare \
+                     less (a zip bomb?)"
+                ),
+            ));
+        }
+    }
+    None
 }
 
 fn problem(rule: Rule, message: impl Into<String>) -> PackageProblem {
@@ -175,6 +220,8 @@ pub(crate) fn inspect(
                 limits.max_unpacked_bytes
             ),
         ));
+    } else if let Some(found) = unpacked_beyond_declared(&mut archive, limits.max_unpacked_bytes) {
+        problems.push(found);
     }
     if !junk.is_empty() {
         let shown: Vec<&str> = junk.iter().take(3).map(String::as_str).collect();
@@ -262,5 +309,47 @@ mod tests {
         assert!(is_junk("pdf/__MACOSX/._a"));
         assert!(is_junk("pdf/x.pyc"));
         assert!(!is_junk("pdf/SKILL.md"));
+    }
+
+    /// A zip with one deflated entry of `size` zero bytes whose headers declare `declared` bytes.
+    fn lying_zip(size: usize, declared: u32) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options =
+            zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("pdf/SKILL.md", options).unwrap();
+        zip.write_all(&vec![0_u8; size]).unwrap();
+        let mut bytes = zip.finish().unwrap().into_inner();
+        let real = u32::try_from(size).unwrap().to_le_bytes();
+        // The uncompressed size: 22 bytes into the local header, 24 into the central one.
+        for (signature, offset) in [([0x50, 0x4b, 0x03, 0x04], 22), ([0x50, 0x4b, 0x01, 0x02], 24)] {
+            let at = bytes.windows(4).position(|w| w == signature).unwrap() + offset;
+            assert_eq!(&bytes[at..at + 4], &real);
+            bytes[at..at + 4].copy_from_slice(&declared.to_le_bytes());
+        }
+        bytes
+    }
+
+    #[test]
+    fn entries_are_counted_as_they_inflate_not_as_they_declare() {
+        let honest = lying_zip(10_000, 10_000);
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(honest)).unwrap();
+        assert!(unpacked_beyond_declared(&mut archive, 10_000).is_none());
+
+        let bomb = lying_zip(1_000_000, 10);
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bomb)).unwrap();
+        assert_eq!(
+            archive.by_index_raw(0).unwrap().size(),
+            10,
+            "it declares 10 bytes"
+        );
+        // It inflates past what it declares: the zip reader stops there, and says so.
+        let found = unpacked_beyond_declared(&mut archive, 100_000_000).unwrap();
+        assert_eq!(found.rule, Rule::PkgOpen, "{}", found.message);
+        assert!(
+            found.message.contains("larger than its declared"),
+            "{}",
+            found.message
+        );
     }
 }

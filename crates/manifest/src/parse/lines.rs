@@ -25,13 +25,17 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
-    /// Index `text`. A line ends after `\n`; a `\r` before it belongs to the line.
+    /// Index `text`. A line ends after `\n`, or after a `\r` not followed by `\n` (old Mac line
+    /// endings, which JSON allows as whitespace and editors show as line breaks); a `\r` before a
+    /// `\n` belongs to the line.
     pub fn new(text: &str) -> Self {
+        let bytes = text.as_bytes();
         let mut starts = vec![0];
         starts.extend(
-            text.bytes()
+            bytes
+                .iter()
                 .enumerate()
-                .filter(|(_, b)| *b == b'\n')
+                .filter(|&(i, b)| *b == b'\n' || (*b == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
                 .map(|(i, _)| i + 1),
         );
         let mut chars_before_block = Vec::new();
@@ -96,13 +100,10 @@ impl LineIndex {
         let Some(&start) = line.checked_sub(1).and_then(|i| self.starts.get(i)) else {
             return "";
         };
-        let end = self
-            .starts
-            .get(line)
-            .map_or(text.len(), |&next| next.saturating_sub(1));
+        let end = self.starts.get(line).map_or(text.len(), |&next| next);
         text.get(start..end.max(start))
             .unwrap_or("")
-            .trim_end_matches('\r')
+            .trim_end_matches(['\n', '\r'])
     }
 
     /// How many lines the text has.

@@ -109,6 +109,18 @@ fn line_text_strips_line_endings() {
     assert_eq!(index.line_text(text, 4), "");
 }
 
+#[test]
+fn a_lone_carriage_return_ends_a_line_as_editors_show_it() {
+    let text = "{\r  \"a\": 1,\r\n  \"b\": x\r}";
+    let index = LineIndex::new(text);
+    assert_eq!(index.line_count(), 4);
+    assert_eq!(index.line_text(text, 1), "{");
+    assert_eq!(index.line_text(text, 2), "  \"a\": 1,");
+    assert_eq!(index.line_text(text, 3), "  \"b\": x");
+    assert_eq!(index.locate(text, text.find('x').unwrap()), lc(3, 8));
+    assert_eq!(index.locate(text, text.len() - 1), lc(4, 1));
+}
+
 /// Line and column counted the slow, obvious way.
 fn naive(text: &str, offset: usize) -> LineCol {
     let before = &text[..offset];

@@ -1,6 +1,5 @@
 //! Path rules for `skills[].path`, `skills[].package` and `apis[].path`.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use unicode_normalization::{UnicodeNormalization, is_nfc};
@@ -30,11 +29,15 @@ pub fn path_problem(path: &str) -> Option<(Rule, String)> {
         return Some((Rule::FieldBlank, "the path is empty".to_owned()));
     }
     let drive = has_drive_letter(path);
-    let scheme = path.split_once("://").is_some_and(|(s, _)| {
-        s.starts_with(|c: char| c.is_ascii_alphabetic())
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-    });
+    // `file:x.zip` and `data:...` as well as `https://...`: a scheme is letters, digits, `+`, `-`
+    // and `.` before the first `:` of the first segment (`:` is no file name character on Windows).
+    let first_segment = path.split('/').next().unwrap_or_default();
+    let scheme = !drive
+        && first_segment.split_once(':').is_some_and(|(s, _)| {
+            s.starts_with(|c: char| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        });
     if path.starts_with('/') || path.starts_with('\\') || drive || scheme {
         let what = if scheme {
             "it is a URL"
@@ -82,7 +85,7 @@ fn cleaned(path: &str) -> String {
 
 pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
     let fields = path_fields(doc);
-    let mut seen = HashMap::new();
+    let mut seen = SeenPaths::default();
     for field in &fields {
         if let Some((rule, message)) = path_problem(field.text) {
             let draft = sink.add(rule, &field.ptr(), field.span(), message);
@@ -102,43 +105,59 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
     }
 }
 
-/// `R-PATH-CASE`: compare the path and each of its parent folders with all earlier ones, ignoring case.
-/// `seen` maps the lowercase form of each folder or file seen so far to its first spelling and field.
-fn case_collision<'a, 'p>(
-    field: &Field<'a, 'p>,
-    seen: &mut HashMap<Cow<'a, str>, (&'a str, Field<'a, 'p>)>,
-    sink: &mut Sink,
-) {
-    let path = field.text.trim_end_matches('/');
-    let ends = path
-        .match_indices('/')
-        .map(|(i, _)| i)
-        .chain(std::iter::once(path.len()));
-    for end in ends {
-        let Some(prefix) = path.get(..end) else { continue };
-        let key = if prefix.chars().any(char::is_uppercase) {
-            Cow::Owned(prefix.to_lowercase())
-        } else {
-            Cow::Borrowed(prefix)
-        };
-        match seen.get(&key) {
-            Some((exact, first)) if *exact != prefix => {
-                let (exact, first_ptr, place) = (*exact, first.ptr(), sink.place(first.span().start));
-                sink.add(
-                    Rule::PathCase,
-                    &field.ptr(),
-                    field.span(),
-                    format!("`{prefix}` differs only in letter case from `{exact}` ({first_ptr}, {place})"),
-                )
-                .expected(format!("`{exact}`, or a name that differs in more than case"))
-                .found(quote(field.text));
-                return;
-            }
-            Some(_) => {}
-            None => {
-                seen.insert(key, (prefix, *field));
-            }
+/// Every folder and file named by the paths seen so far, as a tree of segments keyed by their
+/// lowercase form under their parent, each with its first spelling: a path is compared with all
+/// earlier ones in time and memory linear in its length (comparing whole prefixes would take the
+/// square of it, gigabytes for one long path).
+#[derive(Default)]
+struct SeenPaths<'a, 'p> {
+    /// (parent node, lowercase segment) -> node.
+    nodes: HashMap<(usize, String), SeenNode<'a, 'p>>,
+}
+
+/// A folder or file in [`SeenPaths`]: its id, its first spelling and the path field that named it first.
+struct SeenNode<'a, 'p> {
+    id: usize,
+    spelling: String,
+    first: Field<'a, 'p>,
+}
+
+/// `R-PATH-CASE`: compare the path and each of its parent folders with all earlier ones, ignoring
+/// case (after the cleaning a hint would suggest: NFC, no empty or `.` segments).
+fn case_collision<'a, 'p>(field: &Field<'a, 'p>, seen: &mut SeenPaths<'a, 'p>, sink: &mut Sink) {
+    let path = cleaned(field.text);
+    let segments: Vec<&str> = path.split('/').collect();
+    let mut parent = 0;
+    for (depth, segment) in segments.iter().enumerate() {
+        let next_id = seen.nodes.len() + 1;
+        let node = seen
+            .nodes
+            .entry((parent, segment.to_lowercase()))
+            .or_insert_with(|| SeenNode {
+                id: next_id,
+                spelling: (*segment).to_owned(),
+                first: *field,
+            });
+        if node.spelling != *segment {
+            let here = segments.get(..=depth).unwrap_or_default().join("/");
+            let first_path = cleaned(node.first.text);
+            let exact = first_path
+                .split('/')
+                .take(depth + 1)
+                .collect::<Vec<_>>()
+                .join("/");
+            let (first_ptr, place) = (node.first.ptr(), sink.place(node.first.span().start));
+            sink.add(
+                Rule::PathCase,
+                &field.ptr(),
+                field.span(),
+                format!("`{here}` differs only in letter case from `{exact}` ({first_ptr}, {place})"),
+            )
+            .expected(format!("`{exact}`, or a name that differs in more than case"))
+            .found(quote(field.text));
+            return;
         }
+        parent = node.id;
     }
 }
 
@@ -158,6 +177,9 @@ mod tests {
         assert_eq!(rule("/skills/pdf"), Some(Rule::PathAbsolute));
         assert_eq!(rule("C:/skills"), Some(Rule::PathAbsolute));
         assert_eq!(rule("https://x/y"), Some(Rule::PathAbsolute));
+        assert_eq!(rule("file:packages/pdf.zip"), Some(Rule::PathAbsolute));
+        assert_eq!(rule("data:x.zip"), Some(Rule::PathAbsolute));
+        assert_eq!(rule("packages/v1:pdf.zip"), None);
         assert_eq!(rule("skills\\pdf"), Some(Rule::PathBackslash));
         assert_eq!(rule("skills/../x"), Some(Rule::PathParent));
         assert_eq!(rule("skills/cafe\u{301}"), Some(Rule::PathNfc));

@@ -183,7 +183,8 @@ fn sha256_rule(sha: &Field<'_, '_>, sink: &mut Sink) {
     if is_sha256_hex(text) {
         return;
     }
-    let (message, hint) = if let Some(rest) = text.strip_prefix("sha256:") {
+    let prefix = text.get(..7).filter(|p| p.eq_ignore_ascii_case("sha256:"));
+    let (message, hint) = if let Some(rest) = prefix.and_then(|p| text.get(p.len()..)) {
         (
             "sha256 has a `sha256:` prefix".to_owned(),
             format!(

@@ -103,6 +103,14 @@ pub(crate) fn git_ref_problem(name: &str) -> Option<&'static str> {
 
 /// Parse an RFC 3339 timestamp with an explicit offset (`Z` or `+hh:mm`) and a `T` between date and time.
 pub(crate) fn rfc3339(text: &str) -> Result<DateTime<FixedOffset>, String> {
+    // chrono also takes U+2212 (minus sign) in an offset; RFC 3339 has ASCII only, and so do the
+    // parsers installers use.
+    if let Some(other) = text.chars().find(|c| !c.is_ascii()) {
+        return Err(format!(
+            "it has the character {other:?} (U+{:04X}); RFC 3339 is written in ASCII (`-` and `+` in offsets)",
+            u32::from(other)
+        ));
+    }
     if !matches!(text.as_bytes().get(10), Some(b'T' | b't')) {
         return Err("date and time must be separated by `T`".to_owned());
     }
@@ -251,6 +259,13 @@ mod tests {
         assert!(rfc3339("2026-03-09 09:25:22Z").is_err());
         assert!(rfc3339("2026-03-09T09:25:22").unwrap_err().contains("offset"));
         assert!(rfc3339("2026-13-09T09:25:22Z").is_err());
+        // U+2212 MINUS SIGN, which chrono takes, is not RFC 3339.
+        assert!(
+            rfc3339("2026-05-01T12:00:00\u{2212}02:00")
+                .unwrap_err()
+                .contains("U+2212")
+        );
+        assert!(rfc3339("2026-05-01T12:00:00-02:00").is_ok());
     }
 
     #[test]

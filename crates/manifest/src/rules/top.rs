@@ -107,36 +107,67 @@ pub(crate) fn unknown_keys(node: &Node, ptr: &str, known: &[&str], place: &str, 
     }
 }
 
-/// The known word within two edits of `key` (case and `-`/`_` ignored), if any.
+/// Edits a misspelling may be away from a known word to be suggested.
+const MAX_EDITS: usize = 2;
+
+/// The known key within two edits of `key` (case and `-`/`_` ignored: keys are snake_case), if any.
 pub(crate) fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
-    let lower = key.to_lowercase().replace('-', "_");
+    nearest(&key.to_lowercase().replace('-', "_"), known)
+}
+
+/// The known id within two edits of `id` (case ignored; ids are kebab-case, so `-` counts), if any.
+pub(crate) fn closest_id<'k>(id: &str, known: &[&'k str]) -> Option<&'k str> {
+    nearest(&id.to_lowercase(), known)
+}
+
+fn nearest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+    let word: Vec<char> = word.chars().collect();
     known
         .iter()
-        .map(|k| (edit_distance(&lower, k), *k))
-        .filter(|(d, k)| *d <= 2 && *d < k.len())
+        .filter_map(|k| {
+            let candidate: Vec<char> = k.chars().collect();
+            let d = distance_within(&word, &candidate, MAX_EDITS)?;
+            (d < candidate.len()).then_some((d, *k))
+        })
         .min()
         .map(|(_, k)| k)
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row.first().copied().unwrap_or(0);
-        if let Some(first) = row.first_mut() {
-            *first = i + 1;
+/// The edit (Levenshtein) distance between `a` and `b` if it is at most `max`. Only the cells
+/// within `max` of the diagonal are computed, so this takes time linear in the lengths however
+/// long the words are.
+fn distance_within(a: &[char], b: &[char], max: usize) -> Option<usize> {
+    const FAR: usize = usize::MAX / 2;
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
+    // prev: row i - 1 of the table; cur: row i. Cells outside the band stay FAR.
+    let mut prev: Vec<usize> = (0..=b.len()).map(|j| if j <= max { j } else { FAR }).collect();
+    let mut cur = vec![FAR; b.len() + 1];
+    for (i, ca) in a.iter().enumerate().map(|(i, c)| (i + 1, c)) {
+        let lo = i.saturating_sub(max).max(1);
+        let hi = (i + max).min(b.len());
+        if let Some(left_edge) = cur.get_mut(lo - 1) {
+            *left_edge = if lo == 1 { i } else { FAR };
         }
-        for (j, cb) in b.iter().enumerate() {
-            let above = row.get(j + 1).copied().unwrap_or(0);
-            let left = row.get(j).copied().unwrap_or(0);
-            let value = (prev + usize::from(ca != *cb)).min(above + 1).min(left + 1);
-            prev = above;
-            if let Some(cell) = row.get_mut(j + 1) {
+        let mut row_min = FAR;
+        for j in lo..=hi {
+            let diagonal = prev.get(j - 1).copied().unwrap_or(FAR);
+            let above = prev.get(j).copied().unwrap_or(FAR);
+            let left = cur.get(j - 1).copied().unwrap_or(FAR);
+            let same = b.get(j - 1) == Some(ca);
+            let value = (diagonal + usize::from(!same)).min(above + 1).min(left + 1);
+            if let Some(cell) = cur.get_mut(j) {
                 *cell = value;
             }
+            row_min = row_min.min(value);
         }
+        if row_min > max && lo <= hi {
+            return None;
+        }
+        std::mem::swap(&mut prev, &mut cur);
     }
-    row.last().copied().unwrap_or(0)
+    prev.get(b.len()).copied().filter(|d| *d <= max)
 }
 
 /// Recognize the neighbouring formats people feed the checker by mistake.
@@ -194,6 +225,64 @@ mod tests {
         assert_eq!(closest("sha_256", keys::SKILL), Some("sha256"));
         assert_eq!(closest("Size-Bytes", keys::SKILL), Some("size_bytes"));
         assert_eq!(closest("completely-else", keys::SKILL), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn ids_keep_their_dashes_and_long_words_take_linear_time() {
+        assert_eq!(
+            closest_id("image-gen-apo", &["image-gen-api"]),
+            Some("image-gen-api")
+        );
+        assert_eq!(
+            closest_id("Image-Gen-Api", &["image-gen-api"]),
+            Some("image-gen-api")
+        );
+        assert_eq!(
+            closest_id("imagegenapi", &["image-gen-api"]),
+            Some("image-gen-api")
+        );
+        assert_eq!(closest_id("video-gen-api", &["image-gen-api"]), None);
+        // Two words of 300,000 characters: a full table would hold 9 * 10^10 cells.
+        let long_a = "a".repeat(300_000);
+        let long_b = format!("{}b", "a".repeat(299_999));
+        let known = [long_b.as_str()];
+        assert_eq!(closest_id(&long_a, &known), Some(long_b.as_str()));
+        assert_eq!(closest_id(&"b".repeat(300_000), &known), None);
+    }
+
+    #[test]
+    fn the_banded_distance_agrees_with_the_full_one() {
+        fn full(a: &[char], b: &[char]) -> usize {
+            let mut row: Vec<usize> = (0..=b.len()).collect();
+            for (i, ca) in a.iter().enumerate() {
+                let mut prev = row[0];
+                row[0] = i + 1;
+                for (j, cb) in b.iter().enumerate() {
+                    let value = (prev + usize::from(ca != cb)).min(row[j + 1] + 1).min(row[j] + 1);
+                    prev = row[j + 1];
+                    row[j + 1] = value;
+                }
+            }
+            row[b.len()]
+        }
+        let words = [
+            "", "a", "ab", "ba", "abc", "acb", "kitten", "sitting", "sitten", "flaw", "lawn", "aaaa", "aaab",
+        ];
+        for a in words {
+            for b in words {
+                let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+                let expected = full(&a, &b);
+                for max in 0..4 {
+                    assert_eq!(
+                        distance_within(&a, &b, max),
+                        (expected <= max).then_some(expected),
+                        "{a:?} {b:?} within {max}"
+                    );
+                }
+            }
+        }
+        let (kitten, sitting): (Vec<char>, Vec<char>) =
+            ("kitten".chars().collect(), "sitting".chars().collect());
+        assert_eq!(distance_within(&kitten, &sitting, 3), Some(3));
     }
 }

@@ -19,6 +19,7 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
         .iter()
         .filter_map(|(id, path)| Some((path.as_ref()?.text, id.as_ref()?.text)))
         .collect();
+    let known: Vec<&str> = ids.iter().copied().collect();
     let mut used: HashSet<&str> = HashSet::new();
     for entry in &doc.skills {
         let skill = entry.obj();
@@ -39,11 +40,10 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 )
                 .expected("the id of an entry in apis[]")
                 .found(quote(item.text));
-            let known: Vec<&str> = ids.iter().copied().collect();
             if let Some(id) = id_by_path.get(item.text) {
                 draft.hint(format!("api_docs holds API ids, not paths: write {}.", quote(id)));
                 used.insert(id);
-            } else if let Some(id) = super::top::closest(item.text, &known)
+            } else if let Some(id) = super::top::closest_id(item.text, &known)
                 .or_else(|| known.iter().copied().filter(|id| id.starts_with(item.text)).min())
             {
                 draft.hint(format!("Did you mean {}?", quote(id)));
