@@ -132,7 +132,8 @@ pub struct TimeoutConfig {
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace_secs: u64,
     /// How long a client may stay quiet: a connection idle between requests, request headers
-    /// not complete, or a request body that stops arriving, for this long is closed. Above a
+    /// not complete, a request body that stops arriving, or an answer the client takes nothing
+    /// of, for this long is closed. Above a
     /// load balancer's idle timeout towards the gateway (330 s is advised for large images), so
     /// the gateway never closes a connection the balancer is about to reuse; lower (30 s) where
     /// clients connect directly.

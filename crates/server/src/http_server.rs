@@ -9,6 +9,11 @@
 //!   a connection idle between requests, or whose request headers have not all arrived, is closed
 //!   after it; a request body that stops arriving for as long fails. Without it, a client that
 //!   sends half a request holds its connection (and its task) for ever.
+//! - **The same limit on clients that stop reading** (`TCP_USER_TIMEOUT`): a connection whose
+//!   answer the client has not taken a byte of for that long (its receive window stays shut, or
+//!   what was sent stays unacknowledged) is reset by the kernel. A streamed answer is written only
+//!   as fast as the client reads, and holds its upstream account's slot while it lasts: without
+//!   this, a client that keeps its connection open and stops reading would hold the slot for ever.
 //! - The client's address as [`ConnectInfo`] on every request (as axum's server gives it).
 //!
 //! On shutdown it stops accepting, lets every connection finish the request it is serving (idle
@@ -36,7 +41,7 @@ pub async fn serve(listener: TcpListener, app: Router, client_idle: Duration, sh
     let connections = TaskTracker::new();
     loop {
         let accepted = tokio::select! {
-            accepted = accept(&listener) => accepted,
+            accepted = accept(&listener, client_idle) => accepted,
             () = shutdown.cancelled() => break,
         };
         let (stream, remote) = match accepted {
@@ -83,10 +88,14 @@ pub async fn serve(listener: TcpListener, app: Router, client_idle: Duration, sh
     connections.wait().await;
 }
 
-/// The next client connection, with `TCP_NODELAY` set.
-async fn accept(listener: &TcpListener) -> std::io::Result<(TcpStream, std::net::SocketAddr)> {
+/// The next client connection, with `TCP_NODELAY` set and reset by the kernel when what is sent to
+/// it stays untaken for `client_idle`.
+async fn accept(
+    listener: &TcpListener,
+    client_idle: Duration,
+) -> std::io::Result<(TcpStream, std::net::SocketAddr)> {
     let (stream, remote) = listener.accept().await?;
-    set_nodelay(&stream);
+    set_options(&stream, client_idle);
     Ok((stream, remote))
 }
 
@@ -104,12 +113,24 @@ async fn pause_after_accept_error(err: &std::io::Error) {
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
-/// A connection whose option cannot be set is served anyway (slower, not wrong).
-fn set_nodelay(stream: &TcpStream) {
+/// A connection whose options cannot be set is served anyway (slower, or without the limit).
+fn set_options(stream: &TcpStream, client_idle: Duration) {
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(error = %err, "could not set TCP_NODELAY on a client connection");
     }
+    set_send_timeout(stream, client_idle);
 }
+
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+fn set_send_timeout(stream: &TcpStream, timeout: Duration) {
+    if let Err(err) = socket2::SockRef::from(stream).set_tcp_user_timeout(Some(timeout)) {
+        tracing::debug!(error = %err, "could not set TCP_USER_TIMEOUT on a client connection");
+    }
+}
+
+/// Elsewhere the kernel's own retransmission limits apply.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "fuchsia")))]
+fn set_send_timeout(_stream: &TcpStream, _timeout: Duration) {}
 
 #[cfg(test)]
 mod tests {
@@ -151,14 +172,74 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn accepted_connections_get_nodelay() {
+    async fn accepted_connections_get_nodelay_and_the_send_timeout() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-        let (accepted, _) = accept(&listener).await.unwrap();
+        let (accepted, _) = accept(&listener, Duration::from_secs(7)).await.unwrap();
         assert!(accepted.nodelay().unwrap());
+        assert_eq!(
+            socket2::SockRef::from(&accepted).tcp_user_timeout().unwrap(),
+            Some(Duration::from_secs(7))
+        );
         let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (plain, _) = listener.accept().await.unwrap();
         assert!(!plain.nodelay().unwrap(), "the default, which `accept` changes");
+    }
+
+    /// Sends a message when dropped.
+    struct OnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            if let Some(tx) = self.0.take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_cut_off_and_its_answer_dropped() {
+        let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel();
+        let guard = std::sync::Arc::new(parking_lot::Mutex::new(Some(OnDrop(Some(dropped_tx)))));
+        // An endless answer (as a long stream is, to a client that reads nothing) that reports
+        // when the server lets go of it.
+        let app = Router::new().route(
+            "/endless",
+            get(move || {
+                let guard = guard.lock().take();
+                async move {
+                    let chunks = futures::stream::unfold(guard, |guard| async move {
+                        Some((Ok::<_, Infallible>(bytes::Bytes::from(vec![b'x'; 65_536])), guard))
+                    });
+                    Body::from_stream(chunks)
+                }
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve(listener, app, Duration::from_secs(1), shutdown.clone()));
+
+        let client = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        client.set_recv_buffer_size(4096).unwrap();
+        client.connect(&address.into()).unwrap();
+        let mut client = std::net::TcpStream::from(client);
+        client
+            .write_all(b"GET /endless HTTP/1.1\r\nhost: x\r\n\r\n")
+            .unwrap();
+        // The client reads nothing and keeps its connection open: its window shuts, and the
+        // kernel resets the connection a second (the limit) or so later.
+        let dropped = tokio::time::timeout(Duration::from_secs(30), dropped_rx).await;
+        assert!(
+            matches!(dropped, Ok(Ok(()))),
+            "the answer was still held 30 s after its client stopped reading"
+        );
+        drop(client);
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .unwrap()
+            .unwrap();
     }
 
     #[tokio::test]
