@@ -124,8 +124,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// [`Crypto`](crate::StoreError::Crypto) error if the master key is not the one it was
     /// stored with.
     async fn account_credential(&self, id: AccountId) -> StoreResult<Option<Secret>>;
-    /// Replaces (or with `None` removes) the credential, e.g. after an OAuth refresh.
+    /// Replaces (or with `None` removes) the credential (an operator's new one).
     async fn update_account_credential(&self, id: AccountId, credential: Option<&Secret>) -> StoreResult<()>;
+    /// Replaces the credential with `credential` only if it is still `previous` (an OAuth refresh
+    /// of `previous`): `true` when it did, `false` when the account has another one by now (an
+    /// operator's, or another replica's refresh), which is then left as it is.
+    async fn replace_account_credential(
+        &self,
+        id: AccountId,
+        previous: &Secret,
+        credential: &Secret,
+    ) -> StoreResult<bool>;
     /// Seals the credential again under the current master key (see
     /// [`reseal_credentials`](crate::reseal_credentials)): `true` when it did, `false` when the
     /// account has no credential or it changed meanwhile (its writer sealed it, and an OAuth

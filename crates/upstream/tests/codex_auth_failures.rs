@@ -197,3 +197,118 @@ async fn an_unusable_credential_is_unauthorized_without_a_request() {
     assert_no_secret(&failure);
     assert!(server.received_requests().await.unwrap().is_empty());
 }
+
+/// Sets the account's stored credential (as another replica or an operator would) when the token
+/// endpoint is called, then answers `answer`.
+struct ChangesTheStore {
+    store: Arc<Recorder>,
+    stored: serde_json::Value,
+    answer: ResponseTemplate,
+}
+
+impl wiremock::Respond for ChangesTheStore {
+    fn respond(&self, _request: &wiremock::Request) -> ResponseTemplate {
+        self.store.store(7, &self.stored);
+        self.answer.clone()
+    }
+}
+
+fn refresh_token_reused() -> ResponseTemplate {
+    ResponseTemplate::new(401).set_body_json(json!({"error": {
+        "message": "Your refresh token has already been used to generate a new access token.",
+        "type": "invalid_request_error", "code": "refresh_token_reused", "param": null}}))
+}
+
+#[tokio::test]
+async fn a_credential_another_replica_refreshed_is_used_without_refreshing_again() {
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(refresh_token_reused())
+        .expect(0)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-2"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    // The other replica swapped rt-1 for rt-2 and saved; this one's directory still has rt-1.
+    store.store(
+        7,
+        &json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
+    );
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30}),
+    );
+    generate(&upstream_with(&server, &store), &target).await.unwrap();
+    assert!(store.saved().is_empty(), "nothing refreshed, nothing saved");
+}
+
+#[tokio::test]
+async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_credential() {
+    let server = MockServer::start().await;
+    let store = Arc::new(Recorder::default());
+    let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
+    store.store(7, &first);
+    // The other replica's refresh lands while this one's is on its way, and uses up rt-1.
+    Mock::given(path("/oauth/token"))
+        .and(wiremock::matchers::body_json(grant("rt-1")))
+        .respond_with(ChangesTheStore {
+            store: store.clone(),
+            stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
+            answer: refresh_token_reused(),
+        })
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-2"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let target = codex_target(&server, first);
+    let reply = generate(&upstream_with(&server, &store), &target).await;
+    assert!(reply.is_ok(), "not unauthorized: {:?}", reply.err());
+    assert!(store.saved().is_empty());
+}
+
+#[tokio::test]
+async fn a_refresh_never_overwrites_a_credential_replaced_while_it_ran() {
+    let server = MockServer::start().await;
+    let store = Arc::new(Recorder::default());
+    let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
+    store.store(7, &first);
+    let operators = json!({"access_token": "at-op", "refresh_token": "rt-op", "expires_at": now() + 3600});
+    Mock::given(path("/oauth/token"))
+        .respond_with(ChangesTheStore {
+            store: store.clone(),
+            stored: operators.clone(),
+            answer: token_answer("at-2", Some("rt-2")),
+        })
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-2"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let target = codex_target(&server, first);
+    let upstream = upstream_with(&server, &store);
+    generate(&upstream, &target).await.unwrap();
+    assert!(
+        store.saved().is_empty(),
+        "the refresh was not saved over the new credential"
+    );
+    use imagegate_upstream::CredentialStore as _;
+    assert_eq!(
+        store.load(7).await.unwrap().unwrap().expose(),
+        operators.to_string(),
+        "the operator's credential stays"
+    );
+}

@@ -240,6 +240,38 @@ pub(super) async fn reseal_account_credential(
     Ok(done.rows_affected() == 1)
 }
 
+pub(super) async fn replace_account_credential(
+    pool: &Pool<Db>,
+    crypto: &Crypto,
+    id: AccountId,
+    previous: &Secret,
+    credential: &Secret,
+) -> StoreResult<bool> {
+    let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as("SELECT credential FROM accounts WHERE id = $1")
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await?;
+    let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    let Some(sealed) = sealed else {
+        return Ok(false);
+    };
+    let context = SealContext::account_credential(id);
+    if crypto.open(&sealed, &context)? != *previous {
+        return Ok(false);
+    }
+    // Only over the value just read (values are sealed with a fresh nonce each time, so a value
+    // written meanwhile never has the same bytes).
+    let done =
+        sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1 AND credential = $4")
+            .bind(id.0)
+            .bind(crypto.seal(credential, &context)?)
+            .bind(Timestamp::now().unix_ms())
+            .bind(sealed)
+            .execute(pool)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub(super) async fn update_account_credential(
     pool: &Pool<Db>,
     crypto: &Crypto,

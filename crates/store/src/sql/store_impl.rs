@@ -147,6 +147,15 @@ impl Store for BackendStore {
         accounts::update_account_credential(&self.pool, &self.crypto, id, credential).await
     }
 
+    async fn replace_account_credential(
+        &self,
+        id: AccountId,
+        previous: &Secret,
+        credential: &Secret,
+    ) -> StoreResult<bool> {
+        accounts::replace_account_credential(&self.pool, &self.crypto, id, previous, credential).await
+    }
+
     async fn reseal_account_credential(&self, id: AccountId) -> StoreResult<bool> {
         accounts::reseal_account_credential(&self.pool, &self.crypto, id).await
     }

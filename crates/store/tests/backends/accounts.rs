@@ -14,8 +14,77 @@ crate::on_every_backend!(
     credential_is_encrypted_at_rest,
     credentials_move_to_a_new_master_key,
     a_credential_opens_only_in_its_own_account_row,
-    resealing_never_writes_over_a_credential_refreshed_meanwhile
+    resealing_never_writes_over_a_credential_refreshed_meanwhile,
+    a_refresh_replaces_only_the_credential_it_refreshed
 );
+
+async fn a_refresh_replaces_only_the_credential_it_refreshed(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let first = Secret::new(r#"{"access_token":"at-1","refresh_token":"rt-1"}"#);
+    let account = store
+        .create_account(NewAccount {
+            credential: Some(first.clone()),
+            ..NewAccount::new("codex-1", AccountKind::Codex)
+        })
+        .await
+        .unwrap();
+    let second = Secret::new(r#"{"access_token":"at-2","refresh_token":"rt-2"}"#);
+    assert!(
+        store
+            .replace_account_credential(account.id, &first, &second)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.account_credential(account.id).await.unwrap(),
+        Some(second.clone())
+    );
+
+    // Another refresh of the first (a replica that had not seen the second): left alone.
+    let stale = Secret::new(r#"{"access_token":"at-x","refresh_token":"rt-x"}"#);
+    assert!(
+        !store
+            .replace_account_credential(account.id, &first, &stale)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.account_credential(account.id).await.unwrap(),
+        Some(second.clone())
+    );
+
+    // An operator's new credential is not overwritten by a refresh of the one it replaced.
+    let operators = Secret::new(r#"{"access_token":"at-op","refresh_token":"rt-op"}"#);
+    store
+        .update_account_credential(account.id, Some(&operators))
+        .await
+        .unwrap();
+    let third = Secret::new(r#"{"access_token":"at-3","refresh_token":"rt-3"}"#);
+    assert!(
+        !store
+            .replace_account_credential(account.id, &second, &third)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.account_credential(account.id).await.unwrap(),
+        Some(operators)
+    );
+
+    // Removed meanwhile: nothing to replace.
+    store.update_account_credential(account.id, None).await.unwrap();
+    assert!(
+        !store
+            .replace_account_credential(account.id, &second, &third)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.account_credential(account.id).await.unwrap(), None);
+    let missing = store
+        .replace_account_credential(imagegate_store::AccountId(999), &second, &third)
+        .await;
+    assert!(matches!(missing, Err(StoreError::NotFound { .. })), "{missing:?}");
+}
 
 async fn account_crud(db: Arc<TestDb>) {
     let store = db.store.as_ref();

@@ -15,24 +15,50 @@ use super::{DEADLINE, generation, json_body, now_ms, prompt_only};
 
 pub const CLIENT_ID: &str = "app_test_client";
 
-/// Saved credentials, in order.
+/// Saved credentials, in order; and, once [`Recorder::store`] set one, the account's stored
+/// credential, replaced only by a refresh of it (as the gateway's store does).
 #[derive(Default)]
-pub struct Recorder(Mutex<Vec<(i64, String)>>);
+pub struct Recorder {
+    saves: Mutex<Vec<(i64, String)>>,
+    stored: Mutex<Option<(i64, Secret)>>,
+}
 
 #[async_trait::async_trait]
 impl CredentialStore for Recorder {
-    async fn save(&self, account_id: i64, credential: Secret) -> Result<(), String> {
-        self.0
+    async fn save(&self, account_id: i64, previous: &Secret, credential: Secret) -> Result<bool, String> {
+        let mut stored = self.stored.lock().unwrap();
+        if let Some((id, current)) = stored.as_ref()
+            && (*id != account_id || current != previous)
+        {
+            return Ok(false);
+        }
+        if stored.is_some() {
+            *stored = Some((account_id, credential.clone()));
+        }
+        self.saves
             .lock()
             .unwrap()
             .push((account_id, credential.expose().to_owned()));
-        Ok(())
+        Ok(true)
+    }
+
+    async fn load(&self, account_id: i64) -> Result<Option<Secret>, String> {
+        let stored = self.stored.lock().unwrap();
+        Ok(stored
+            .as_ref()
+            .filter(|(id, _)| *id == account_id)
+            .map(|(_, credential)| credential.clone()))
     }
 }
 
 impl Recorder {
+    /// Holds `credential` as the stored one of `account_id` (another replica saved it).
+    pub fn store(&self, account_id: i64, credential: &Value) {
+        *self.stored.lock().unwrap() = Some((account_id, Secret::new(credential.to_string())));
+    }
+
     pub fn saved(&self) -> Vec<(i64, Value)> {
-        self.0
+        self.saves
             .lock()
             .unwrap()
             .iter()

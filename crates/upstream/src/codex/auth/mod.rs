@@ -276,41 +276,112 @@ struct Refresh {
 impl Refresh {
     async fn run(mut self) -> Result<CodexCredential, RefreshError> {
         let account_id = self.account_id;
-        let fresh = refresh::refresh(
+        // What is refreshed: the cached refresh, or the account's stored credential.
+        let mut from = self
+            .cached
+            .as_ref()
+            .map_or_else(|| self.stored.clone(), |cached| cached.saved.clone());
+        // Another replica may have refreshed it first, using up its refresh token: the store
+        // then holds the new credential, which is used (or refreshed in turn) instead.
+        if let Some((current, credential)) = self.stored_elsewhere(&from).await {
+            let skew = i64::try_from(self.codex.refresh_skew.as_secs()).unwrap_or(i64::MAX);
+            if !credential.expires_within(now_seconds(), skew) || credential.refresh_token.is_none() {
+                return Ok(self.adopt(current, credential, &from));
+            }
+            self.credential = self.adopt(current.clone(), credential, &from);
+            from = current;
+        }
+        let fresh = match refresh::refresh(
             &self.client,
             &self.codex,
             &self.credential,
             now_seconds(),
             self.deadline,
         )
-        .await?;
+        .await
+        {
+            Ok(fresh) => fresh,
+            // Refused because another replica used the refresh token meanwhile? Then its
+            // refresh is in the store.
+            Err(error @ RefreshError::Refused { .. }) => {
+                return match self.stored_elsewhere(&from).await {
+                    Some((current, credential)) => Ok(self.adopt(current, credential, &from)),
+                    None => Err(error),
+                };
+            }
+            Err(error) => return Err(error),
+        };
         let saved = fresh.to_secret();
-        let mut replaced = self.cached.take().map(|old| old.replaced).unwrap_or_default();
-        if !replaced.contains(&self.stored) {
-            replaced.push(self.stored.clone());
-        }
-        let excess = replaced.len().saturating_sub(REPLACED_KEPT);
-        replaced.drain(..excess);
-        *self.cached = Some(Cached {
-            credential: fresh.clone(),
-            saved: saved.clone(),
-            replaced,
-        });
+        self.keep(fresh.clone(), saved.clone(), &from);
         tracing::info!(
             account_id,
             expires_at = fresh.expires_at,
             "access token refreshed"
         );
-        if let Some(store) = &self.store
-            && let Err(error) = store.save(account_id, saved).await
-        {
-            tracing::warn!(
-                account_id,
-                error = %error,
-                "the refreshed credential could not be saved; this process keeps using it"
-            );
+        if let Some(store) = &self.store {
+            match store.save(account_id, &from, saved).await {
+                Ok(true) => {}
+                Ok(false) => tracing::info!(
+                    account_id,
+                    "the account's credential changed while it was refreshed; the stored one is kept"
+                ),
+                Err(error) => tracing::warn!(
+                    account_id,
+                    error = %error,
+                    "the refreshed credential could not be saved; this process keeps using it"
+                ),
+            }
         }
         Ok(fresh)
+    }
+
+    /// The account's stored credential with what it reads as, if it is no longer `from` (another
+    /// replica refreshed it, or an operator replaced it) and can still be used.
+    async fn stored_elsewhere(&self, from: &Secret) -> Option<(Secret, CodexCredential)> {
+        let store = self.store.as_ref()?;
+        let loaded = timeout_at(self.deadline.at, store.load(self.account_id)).await;
+        let current = match loaded {
+            Ok(Ok(Some(current))) if current != *from => current,
+            Ok(Ok(_)) | Err(_) => return None,
+            Ok(Err(error)) => {
+                tracing::warn!(
+                    account_id = self.account_id,
+                    error = %error,
+                    "could not read the stored credential before refreshing"
+                );
+                return None;
+            }
+        };
+        let credential = CodexCredential::parse(&current).ok()?;
+        (!credential.is_expired(now_seconds())).then_some((current, credential))
+    }
+
+    /// Uses `credential`, stored as `current` by someone else, in place of `from`.
+    fn adopt(&mut self, current: Secret, credential: CodexCredential, from: &Secret) -> CodexCredential {
+        tracing::info!(
+            account_id = self.account_id,
+            "the account's credential was refreshed or replaced elsewhere; using the stored one"
+        );
+        self.keep(credential.clone(), current, from);
+        credential
+    }
+
+    /// Caches `credential` (stored as `saved`) as the one that replaces `from` and the account's
+    /// credential in the directory.
+    fn keep(&mut self, credential: CodexCredential, saved: Secret, from: &Secret) {
+        let mut replaced = self.cached.take().map(|old| old.replaced).unwrap_or_default();
+        for old in [&self.stored, from] {
+            if *old != saved && !replaced.contains(old) {
+                replaced.push(old.clone());
+            }
+        }
+        let excess = replaced.len().saturating_sub(REPLACED_KEPT);
+        replaced.drain(..excess);
+        *self.cached = Some(Cached {
+            credential,
+            saved,
+            replaced,
+        });
     }
 }
 
