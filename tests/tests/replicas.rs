@@ -300,6 +300,30 @@ async fn a_429_seen_by_one_replica_cools_the_account_for_the_other() {
 }
 
 #[tokio::test]
+async fn an_account_reactivated_while_every_replica_was_down_serves_when_they_come_back() {
+    let mut c = Cluster::new(&[], None).await;
+    let replica = c.replica(&[]);
+    c.sim_fault(json!({"key": "sk-upstream-acct-a", "fault": "invalid_api_key", "times": 1}))
+        .await;
+    let refused = c.generate(&replica).send().await.unwrap();
+    assert_ne!(refused.status(), 200, "the upstream refused the credential");
+    let listed: Value = serde_json::from_str(&c.admin(&["accounts", "list", "--json"])).unwrap();
+    assert_eq!(listed["accounts"][0]["status"], "error", "{listed}");
+    // Every replica stops; the operator fixes the account and switches it back on; they return.
+    drop(replica);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    c.admin(&["accounts", "update", "acct-a", "--active", "true"]);
+    let back = c.replica(&[]);
+    let served = c.generate(&back).send().await.unwrap();
+    assert_eq!(
+        served.status(),
+        200,
+        "the failure kept in Redis from before the operator's change still held the account: {}",
+        served.text().await.unwrap()
+    );
+}
+
+#[tokio::test]
 async fn a_killed_replica_frees_its_slot_within_the_lease_ttl() {
     const TTL: Duration = Duration::from_secs(3);
     let mut c = Cluster::new(&[], Some(TTL.as_secs())).await;

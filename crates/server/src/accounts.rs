@@ -80,6 +80,17 @@ impl AccountDirectory {
                 .map(|a| a.id)
                 .collect()
         };
+        // Accounts this process sees for the first time (it just started) that the store has
+        // active: a failure the pool holds against one (kept in Redis across restarts) from before
+        // the row last changed was cleared by the operator while this process was not watching.
+        let first_seen_active: Vec<&Account> = {
+            let entries = self.entries.read();
+            stale
+                .iter()
+                .copied()
+                .filter(|a| a.status == AccountStatus::Active && !entries.contains_key(&a.id.0))
+                .collect()
+        };
         let mut fresh = Vec::with_capacity(stale.len());
         for account in stale {
             let target = self.build_target(account).await?;
@@ -106,12 +117,40 @@ impl AccountDirectory {
         };
         let count = specs.len();
         self.dispatcher.replace_accounts(specs);
-        for id in reactivated {
+        let outdated_failures = self.failures_older_than_their_rows(&first_seen_active).await;
+        for id in reactivated.into_iter().chain(outdated_failures) {
             if let Err(err) = self.dispatcher.clear_health(&dispatch_id(id)).await {
                 tracing::warn!(error = %err, "could not reset the health of a reactivated account");
             }
         }
         Ok(count)
+    }
+
+    /// Those of `accounts` the pool holds as failed (error or disabled) since before their row
+    /// last changed.
+    async fn failures_older_than_their_rows(&self, accounts: &[&Account]) -> Vec<imagegate_store::AccountId> {
+        if accounts.is_empty() {
+            return Vec::new();
+        }
+        let snapshot = match self.dispatcher.snapshot().await {
+            Ok(snapshot) => snapshot,
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read the pool's health of the accounts");
+                return Vec::new();
+            }
+        };
+        let rows: HashMap<String, &Account> = accounts.iter().map(|a| (a.id.0.to_string(), *a)).collect();
+        snapshot
+            .accounts
+            .iter()
+            .filter(|health| health.status != imagegate_dispatch::AccountStatus::Ok)
+            .filter_map(|health| {
+                let row = rows.get(health.id.as_str())?;
+                let failed_at = health.last_error.as_ref().map_or(0, |e| e.at.0);
+                let changed_at = u64::try_from(row.updated_at.unix_ms()).unwrap_or(0);
+                (failed_at < changed_at).then_some(row.id)
+            })
+            .collect()
     }
 
     async fn build_target(&self, account: &Account) -> Result<Option<Arc<AccountTarget>>, StoreError> {
