@@ -93,6 +93,14 @@ impl Clock for ManualClock {
     }
 }
 
+/// `by` after now on tokio's clock, or some thirty years after now if `by` is larger than the
+/// clock can hold (a caller's way of saying "for ever" must not panic).
+pub(crate) fn instant_after(by: std::time::Duration) -> tokio::time::Instant {
+    const FAR: std::time::Duration = std::time::Duration::from_secs(30 * 365 * 86_400);
+    let now = tokio::time::Instant::now();
+    now.checked_add(by.min(FAR)).unwrap_or(now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +126,12 @@ mod tests {
         assert_eq!(clock.now(), UnixMillis(15));
         clock.set(UnixMillis(3));
         assert_eq!(clock.now(), UnixMillis(3));
+    }
+
+    #[tokio::test]
+    async fn an_instant_for_ever_after_does_not_overflow() {
+        let now = tokio::time::Instant::now();
+        assert!(instant_after(std::time::Duration::MAX) > now);
+        assert!(instant_after(std::time::Duration::from_secs(5)) >= now + std::time::Duration::from_secs(5));
     }
 }

@@ -59,11 +59,14 @@ impl<E: Clone> Degradation<E> {
         due
     }
 
-    /// The primary answered: no longer degraded, the error is forgotten.
-    pub(crate) fn healthy(&self) {
+    /// The primary answered: no longer degraded, the error is forgotten. Whether it was degraded
+    /// until now.
+    pub(crate) fn healthy(&self) -> bool {
         let mut mode = self.mode();
+        let was = mode.degraded;
         mode.degraded = false;
         mode.last_error = None;
+        was
     }
 
     /// The primary failed with `error`: degraded from now on. With `now`, that call counts as the
@@ -165,7 +168,8 @@ mod tests {
     fn healthy_ends_the_degradation_and_forgets_the_error() {
         let state = Degradation::new(RECHECK);
         state.degrade(Some(T0), "down".to_owned());
-        state.healthy();
+        assert!(state.healthy(), "it was degraded");
+        assert!(!state.healthy(), "and is no longer");
         assert!(!state.degraded());
         assert_eq!(state.last_error(), None);
         assert!(

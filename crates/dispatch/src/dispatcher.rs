@@ -177,7 +177,7 @@ impl Dispatcher {
     /// earliest reset), [`PoolError::AllBusy`] (the wait expired), [`PoolError::WaitQueueFull`]
     /// (too many waiters), [`PoolError::State`] (backend failure).
     pub async fn acquire(&self, request: &DispatchRequest) -> Result<Lease, PoolError> {
-        let deadline = tokio::time::Instant::now() + self.config.max_wait;
+        let deadline = crate::clock::instant_after(self.config.max_wait);
         let waiters = &self.context.waiters;
         if waiters.may_go_first(request)
             && let Some(lease) = self.attempt(request).await?

@@ -1,6 +1,6 @@
 //! [`FallbackPoolState`]: a shared backend (Redis) with a local stand-in while it is down.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -19,6 +19,12 @@ use crate::state::{Acquire, AcquireRequest, LeaseId, PoolState, StateSnapshot};
 /// Redis lease ids are positive 64-bit signed counters, so they never do).
 const LOCAL_LEASE: u64 = 1 << 63;
 
+/// Outcomes recorded while degraded that are kept for the primary's return.
+pub const MISSED_KEPT: usize = 1024;
+
+/// An outcome the primary has not seen: the account, the outcome and when it happened.
+type Missed = (AccountId, Outcome, UnixMillis);
+
 /// Pool state that uses a primary (shared) backend and falls back to a local in-memory state when
 /// the primary fails.
 ///
@@ -36,6 +42,9 @@ const LOCAL_LEASE: u64 = 1 << 63;
 ///   a request that started before the outage still takes its account's room.
 /// - Leases taken locally are unknown to the primary: right after recovery an account can briefly
 ///   run more requests than its limit, until they finish.
+/// - Outcomes recorded while degraded (the newest [`MISSED_KEPT`]) are recorded in the primary,
+///   with the times they happened at, once it answers again: a cooldown learnt during the outage
+///   is not forgotten by the replicas when it ends.
 #[derive(Debug)]
 pub struct FallbackPoolState {
     primary: Arc<dyn PoolState>,
@@ -46,6 +55,8 @@ pub struct FallbackPoolState {
     next_local: AtomicU64,
     /// Id of each lease the primary granted → its shadow in the local state.
     shadows: Mutex<HashMap<LeaseId, LeaseId>>,
+    /// Outcomes recorded while degraded, oldest first.
+    missed: Mutex<VecDeque<Missed>>,
 }
 
 impl FallbackPoolState {
@@ -60,6 +71,7 @@ impl FallbackPoolState {
             local_leases: Mutex::new(HashMap::new()),
             next_local: AtomicU64::new(0),
             shadows: Mutex::new(HashMap::new()),
+            missed: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -81,6 +93,43 @@ impl FallbackPoolState {
 
     fn shadows(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseId>> {
         self.shadows.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn missed(&self) -> MutexGuard<'_, VecDeque<Missed>> {
+        self.missed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The primary answered: healthy again, and, if it was degraded until now, told what it
+    /// missed.
+    async fn primary_answered(&self) {
+        if self.degradation.healthy() {
+            let _all_told = self.tell_missed().await;
+        }
+    }
+
+    /// Whether the primary knows every outcome (it was not degraded, or took the ones it missed
+    /// just now): told them before anything else, it answers as if it had never been away.
+    async fn caught_up(&self) -> bool {
+        !self.degradation.degraded() || self.tell_missed().await
+    }
+
+    /// Records in the primary the outcomes it missed while degraded; those it cannot take (it
+    /// failed again) wait for its next return. Whether it took them all.
+    async fn tell_missed(&self) -> bool {
+        let missed: Vec<Missed> = self.missed().drain(..).collect();
+        for (i, (account, outcome, at)) in missed.iter().enumerate() {
+            if let Err(error) = self.primary.record_outcome(account, outcome, *at).await {
+                let mut queue = self.missed();
+                for item in missed.get(i..).unwrap_or_default().iter().rev() {
+                    queue.push_front(item.clone());
+                }
+                queue.truncate(MISSED_KEPT);
+                drop(queue);
+                self.degradation.degrade(None, error);
+                return false;
+            }
+        }
+        true
     }
 
     /// Counts a lease the primary granted in the local state too.
@@ -112,10 +161,10 @@ fn is_local(lease: LeaseId) -> bool {
 #[async_trait]
 impl PoolState for FallbackPoolState {
     async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
-        if self.degradation.use_primary(request.now) {
+        if self.degradation.use_primary(request.now) && self.caught_up().await {
             match self.primary.try_acquire(request).await {
                 Ok(answer) => {
-                    self.degradation.healthy();
+                    self.primary_answered().await;
                     self.shadow(&answer);
                     return Ok(answer);
                 }
@@ -164,7 +213,7 @@ impl PoolState for FallbackPoolState {
         }
         match self.primary.renew(lease, ttl, now).await {
             Ok(renewed) => {
-                self.degradation.healthy();
+                self.primary_answered().await;
                 Ok(renewed)
             }
             Err(error) => {
@@ -181,11 +230,19 @@ impl PoolState for FallbackPoolState {
         now: UnixMillis,
     ) -> Result<(), StateError> {
         self.local.record_outcome(account, outcome, now).await?;
-        if self.degradation.use_primary(now) {
+        // Missed ones first, so the primary sees the outcomes in the order they happened.
+        if self.degradation.use_primary(now) && self.caught_up().await {
             match self.primary.record_outcome(account, outcome, now).await {
-                Ok(()) => self.degradation.healthy(),
+                Ok(()) => self.primary_answered().await,
                 Err(error) => self.degradation.degrade(Some(now), error),
             }
+        }
+        if self.degradation.degraded() {
+            let mut missed = self.missed();
+            if missed.len() >= MISSED_KEPT {
+                missed.pop_front();
+            }
+            missed.push_back((account.clone(), outcome.clone(), now));
         }
         Ok(())
     }
@@ -194,17 +251,17 @@ impl PoolState for FallbackPoolState {
         // An operator action: always try to reach the shared state.
         self.local.clear_health(account).await?;
         match self.primary.clear_health(account).await {
-            Ok(()) => self.degradation.healthy(),
+            Ok(()) => self.primary_answered().await,
             Err(error) => self.degradation.degrade(None, error),
         }
         Ok(())
     }
 
     async fn snapshot(&self, now: UnixMillis) -> Result<StateSnapshot, StateError> {
-        if self.degradation.use_primary(now) {
+        if self.degradation.use_primary(now) && self.caught_up().await {
             match self.primary.snapshot(now).await {
                 Ok(snapshot) => {
-                    self.degradation.healthy();
+                    self.primary_answered().await;
                     return Ok(snapshot);
                 }
                 Err(error) => self.degradation.degrade(Some(now), error),

@@ -64,7 +64,7 @@ impl KeyLimiter for FallbackKeyLimiter {
             match self.primary.try_admit(key, limits, now).await {
                 Err(KeyLimitError::Backend(error)) => self.degradation.degrade(Some(now), error),
                 answer => {
-                    self.degradation.healthy();
+                    let _ = self.degradation.healthy();
                     return answer;
                 }
             }

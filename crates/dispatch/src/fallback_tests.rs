@@ -230,3 +230,77 @@ async fn outcomes_are_kept_locally_so_the_fallback_knows_recent_cooldowns() {
     let local = state.snapshot(START).await.unwrap();
     assert_eq!(local[&AccountId::new("a")].health.successes, 1);
 }
+
+#[tokio::test]
+async fn outcomes_recorded_while_degraded_reach_the_primary_when_it_returns() {
+    let (primary, state) = setup();
+    primary.down.store(true, Ordering::SeqCst);
+    assert!(is_local(granted(
+        state.try_acquire(&request(START)).await.unwrap()
+    )));
+    assert!(state.degraded());
+    // A usage limit with a five-hour reset learnt during the outage.
+    let reset = START.plus(Duration::from_secs(5 * 3600));
+    let limited = Outcome::RateLimited {
+        reset_at: Some(reset),
+        scope: LimitScope::All,
+    };
+    state.record_outcome(&"a".into(), &limited, START).await.unwrap();
+    assert!(
+        primary
+            .inner
+            .snapshot(START)
+            .await
+            .unwrap()
+            .get(&AccountId::new("a"))
+            .is_none_or(|account| account.health.cooldown_all.is_none()),
+        "the primary was down"
+    );
+
+    primary.down.store(false, Ordering::SeqCst);
+    let back = START.plus(RECHECK * 2);
+    assert_eq!(
+        state.try_acquire(&request(back)).await.unwrap(),
+        Acquire::CoolingDown {
+            earliest_reset: reset
+        },
+        "once back, the primary knows the cooldown (every replica does)"
+    );
+    assert!(!state.degraded());
+    let shared = primary.inner.snapshot(back).await.unwrap();
+    assert_eq!(
+        shared[&AccountId::new("a")]
+            .health
+            .cooldown_all
+            .as_ref()
+            .map(|c| c.until),
+        Some(reset)
+    );
+}
+
+#[tokio::test]
+async fn missed_outcomes_that_the_primary_cannot_take_wait_for_its_next_return() {
+    let (primary, state) = setup();
+    primary.down.store(true, Ordering::SeqCst);
+    let limited = Outcome::RateLimited {
+        reset_at: Some(START.plus(Duration::from_secs(3600))),
+        scope: LimitScope::All,
+    };
+    // Degraded by this very call (the primary is tried first, and fails).
+    state.record_outcome(&"a".into(), &limited, START).await.unwrap();
+    assert!(state.degraded());
+    // Still down at the next probe: kept.
+    let probe = START.plus(RECHECK);
+    state
+        .record_outcome(&"a".into(), &Outcome::Success, probe)
+        .await
+        .unwrap();
+    assert!(state.degraded());
+    assert_eq!(state.missed().len(), 2);
+    primary.down.store(false, Ordering::SeqCst);
+    state.snapshot(START.plus(RECHECK * 2)).await.unwrap();
+    assert!(state.missed().is_empty());
+    let shared = primary.inner.snapshot(probe).await.unwrap();
+    assert_eq!(shared[&AccountId::new("a")].health.successes, 1);
+    assert!(shared[&AccountId::new("a")].health.cooldown_all.is_some());
+}

@@ -121,7 +121,7 @@ fn spawn_renewal(
 ) -> Option<AbortHandle> {
     let runtime = tokio::runtime::Handle::try_current().ok()?;
     let task = runtime.spawn(async move {
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let mut tick = tokio::time::interval_at(crate::clock::instant_after(every), every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;

@@ -290,3 +290,42 @@ async fn a_permit_whose_answer_timed_out_is_given_back() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let _permit = gate.admit("k", limits).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_permit_whose_answer_timed_out_after_its_caller_left_is_given_back() {
+    let prefix = TestPrefix::new();
+    let slow = redis_support::SlowRedis::start().await;
+    let config = RedisConfig {
+        response_timeout: Duration::from_millis(300),
+        ..RedisConfig::new(format!("redis://{}", slow.addr)).with_prefix(prefix.prefix.clone())
+    };
+    let gate = KeyGate::new(
+        Arc::new(RedisKeyLimiter::new(&config).unwrap()),
+        Arc::new(ManualClock::new(UnixMillis(1_000_000))),
+    );
+    let limits = concurrency(1);
+    drop(gate.admit("k", limits).await.unwrap());
+    slow.hold_answers(900);
+    // The client leaves while the script's answer is held; the answer then times out with
+    // nobody waiting for it.
+    let left = tokio::time::timeout(Duration::from_millis(100), gate.admit("k", limits)).await;
+    assert!(left.is_err(), "the caller stopped waiting first");
+    let permits = format!("{}key:k:inflight", prefix.prefix);
+    let mut redis = redis_support::sync_connection();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let taken: u64 = redis::cmd("ZCARD").arg(&permits).query(&mut redis).unwrap();
+    assert_eq!(taken, 1, "the script ran and took the permit");
+    slow.hold_answers(0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let taken: u64 = redis::cmd("ZCARD").arg(&permits).query(&mut redis).unwrap();
+        if taken == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the permit is still taken (it would count for 15 minutes)"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -122,16 +122,14 @@ impl KeyLimiter for RedisKeyLimiter {
                 }
             }
         };
-        let lost = || KeyLimitError::Backend("redis: the key admission task failed".to_owned());
-        let admitted = run_to_the_end(call.run(), give_back, lost).await;
-        if let Err(KeyLimitError::Backend(_)) = &admitted
-            && limits.max_concurrency.is_some()
-        {
-            // The script may have run with its reply lost (a timeout): give back the permit it
-            // may have taken. Removing a permit that was never added does nothing.
-            releases.push(Release { set, member: token });
-        }
-        admitted
+        let lost = move || {
+            // The task ended without a result (it panicked): its script may have taken a permit.
+            if limits.max_concurrency.is_some() {
+                releases.push(Release { set, member: token });
+            }
+            KeyLimitError::Backend("redis: the key admission task failed".to_owned())
+        };
+        run_to_the_end(call.run(), give_back, lost).await
     }
 
     fn release_detached(&self, key: &str, token: u64) {
@@ -156,8 +154,24 @@ struct Admission {
 }
 
 impl Admission {
+    /// Admits, in the task that runs to the end even if its caller leaves: a script that may
+    /// have run with its reply lost (a timeout, a dropped connection, a garbled reply) may have
+    /// taken a permit, which is given back here; removing a permit never added does nothing.
     async fn run(mut self) -> Result<KeyAdmission, KeyLimitError> {
-        let Self { limits, now, .. } = self;
+        let admitted = self.admit().await;
+        if let Err(KeyLimitError::Backend(_)) = &admitted
+            && self.limits.max_concurrency.is_some()
+        {
+            self.releases.push(Release {
+                set: self.permits.clone(),
+                member: self.token,
+            });
+        }
+        admitted
+    }
+
+    async fn admit(&mut self) -> Result<KeyAdmission, KeyLimitError> {
+        let Self { limits, now, .. } = *self;
         let mut releases = self.releases.take_for_call();
         let mut invocation = KEY_ADMIT.prepare_invoke();
         invocation
