@@ -22,6 +22,19 @@ fn logs_written_to_a_file_or_pipe_carry_no_colour_codes() {
     assert!(!log.contains('\u{1b}'), "escape codes in a piped log: {log:?}");
 }
 
+#[test]
+fn a_data_directory_the_gateway_creates_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("state").join("imagegate");
+    admin(&dir, &["users", "list"]);
+    for created in [&dir, &dir.parent().unwrap().to_path_buf()] {
+        let mode = std::fs::metadata(created).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{} is {mode:o}", created.display());
+    }
+    assert!(dir.join("imagegate.db").exists());
+}
+
 #[tokio::test]
 async fn groups_accounts_and_keys_are_managed_from_the_cli() {
     let s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
@@ -204,6 +217,50 @@ async fn the_master_key_is_rotated_with_the_previous_one_moved_aside() {
     assert_eq!(response.status(), 200);
     let stats = s.sim_stats().await;
     assert_eq!(stats["by_token"][credential("acct-a")]["requests"], 1, "{stats}");
+}
+
+#[tokio::test]
+async fn a_process_without_the_deployments_master_key_refuses_to_make_its_own() {
+    let mut s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
+    assert!(s.gateway.stop());
+    // Another machine's data directory on the same database (a workstation running an admin
+    // command, or a new replica), without the key the credentials are sealed with.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(
+        elsewhere.path().join("config.toml"),
+        format!(
+            "database_url = {:?}\n",
+            format!(
+                "sqlite://{}?mode=rwc",
+                s.dir.path().join("imagegate.db").display()
+            )
+        ),
+    )
+    .unwrap();
+    let config = elsewhere.path().join("config.toml");
+    let refused = admin_output(
+        elsewhere.path(),
+        &["--config", config.to_str().unwrap(), "accounts", "list"],
+        "",
+        &[],
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("no master key"), "{stderr}");
+    assert!(
+        !elsewhere.path().join("master.key").exists(),
+        "the key it made up is not left behind"
+    );
+    // With the deployment's key it works.
+    let key = std::fs::read_to_string(s.dir.path().join("master.key")).unwrap();
+    let listed = admin_output(
+        elsewhere.path(),
+        &["--config", config.to_str().unwrap(), "accounts", "list"],
+        "",
+        &[("IMAGEGATE_MASTER_KEY", key.trim())],
+    );
+    assert!(listed.status.success(), "{listed:?}");
+    s.gateway = imagegate_e2e::Gateway::spawn(s.dir.path(), &[]);
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use imagegate_dispatch::{Dispatcher, KeyGate, SystemClock};
-use imagegate_store::{KeyCache, MasterKey, Store, UsageSpool, UsageWriter, UsageWriterConfig};
+use imagegate_store::{KeyCache, KeySource, MasterKey, Store, UsageSpool, UsageWriter, UsageWriterConfig};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +21,13 @@ pub enum ServeError {
     DataDir { path: String, source: std::io::Error },
     #[error("master key: {0}")]
     MasterKey(#[from] imagegate_store::CryptoError),
+    #[error(
+        "no master key: the database holds credentials sealed with one, but {data_dir} has no master.key \
+         and IMAGEGATE_MASTER_KEY is not set; give this process the deployment's key (the variable, or \
+         its master.key file copied into {data_dir}); to change keys, run `imagegate accounts rekey \
+         --previous-key-file <the key being replaced>`"
+    )]
+    MasterKeyMissing { data_dir: String },
     #[error("database: {0}")]
     Store(#[from] imagegate_store::StoreError),
     #[error("cannot listen on {addr}: {source}")]
@@ -56,12 +63,42 @@ pub async fn open_store_rotating(
     config: &Config,
     previous: Option<&MasterKey>,
 ) -> Result<Arc<dyn Store>, ServeError> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|source| ServeError::DataDir {
+    create_private_dir(&config.data_dir).map_err(|source| ServeError::DataDir {
         path: config.data_dir.display().to_string(),
         source,
     })?;
-    let master_key = MasterKey::load_or_create_from_env(&config.data_dir)?;
-    Ok(imagegate_store::connect_with_previous(&config.database_url, &master_key, previous).await?)
+    let (master_key, source) = MasterKey::load_or_create_from_env_reporting(&config.data_dir)?;
+    let store = imagegate_store::connect_with_previous(&config.database_url, &master_key, previous).await?;
+    // A key just made up cannot open credentials already in the database (a replica or an admin
+    // command run without the deployment's key): refuse, rather than seal new credentials with a
+    // key the other replicas do not have. Rotating (`accounts rekey`) brings the previous key.
+    if let KeySource::Created(path) = source
+        && previous.is_none()
+        && store.list_accounts().await?.iter().any(|a| a.has_credential)
+    {
+        store.close().await;
+        if let Err(err) = std::fs::remove_file(&path) {
+            tracing::warn!(error = %err, path = %path.display(), "could not remove the new master key file");
+        }
+        return Err(ServeError::MasterKeyMissing {
+            data_dir: config.data_dir.display().to_string(),
+        });
+    }
+    Ok(store)
+}
+
+/// Creates the data directory (and its missing parents) readable by this user only: it holds the
+/// SQLite database (console password hashes, usage, sealed credentials), the usage spool and the
+/// master key. A directory that exists is left as it is.
+#[cfg(unix)]
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
 }
 
 /// Serves until `shutdown` resolves or a SIGINT/SIGTERM arrives, then drains in-flight requests

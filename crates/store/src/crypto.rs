@@ -123,8 +123,16 @@ impl MasterKey {
     /// and not empty, else from `<data_dir>/master.key`, which is created (mode 0600, the
     /// directory 0700 if it is created too) with a new random key when missing.
     pub fn load_or_create(data_dir: &Path, env_value: Option<&str>) -> Result<Self, CryptoError> {
+        Self::load_or_create_reporting(data_dir, env_value).map(|(key, _)| key)
+    }
+
+    /// [`MasterKey::load_or_create`], saying where the key came from.
+    pub fn load_or_create_reporting(
+        data_dir: &Path,
+        env_value: Option<&str>,
+    ) -> Result<(Self, KeySource), CryptoError> {
         if let Some(value) = env_value.filter(|v| !v.trim().is_empty()) {
-            return Self::parse(value);
+            return Self::parse(value).map(|key| (key, KeySource::Environment));
         }
         let path = data_dir.join(MASTER_KEY_FILE);
         let io_err = |source| CryptoError::KeyFile {
@@ -133,16 +141,18 @@ impl MasterKey {
         };
         create_private_dir(data_dir).map_err(io_err)?;
         if path.exists() {
-            return Self::read_existing(&path);
+            return Self::read_existing(&path).map(|key| (key, KeySource::File));
         }
         let key = Self::generate()?;
         match publish_key_file(data_dir, &path, &key) {
             Ok(()) => {
                 tracing::info!(path = %path.display(), "created a new master key file");
-                Ok(key)
+                Ok((key, KeySource::Created(path)))
             }
             // Another process created it first: its key is the one.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Self::read_existing(&path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Self::read_existing(&path).map(|key| (key, KeySource::File))
+            }
             Err(e) => Err(io_err(e)),
         }
     }
@@ -176,9 +186,25 @@ impl MasterKey {
     /// [`MasterKey::load_or_create`] with the value of [`MASTER_KEY_ENV`] from the process
     /// environment.
     pub fn load_or_create_from_env(data_dir: &Path) -> Result<Self, CryptoError> {
-        let env_value = Zeroizing::new(std::env::var(MASTER_KEY_ENV).unwrap_or_default());
-        Self::load_or_create(data_dir, Some(env_value.as_str()))
+        Self::load_or_create_from_env_reporting(data_dir).map(|(key, _)| key)
     }
+
+    /// [`MasterKey::load_or_create_from_env`], saying where the key came from.
+    pub fn load_or_create_from_env_reporting(data_dir: &Path) -> Result<(Self, KeySource), CryptoError> {
+        let env_value = Zeroizing::new(std::env::var(MASTER_KEY_ENV).unwrap_or_default());
+        Self::load_or_create_reporting(data_dir, Some(env_value.as_str()))
+    }
+}
+
+/// Where [`MasterKey::load_or_create_reporting`] found the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// The environment variable [`MASTER_KEY_ENV`].
+    Environment,
+    /// The data directory's key file.
+    File,
+    /// A new random key, just written to this file.
+    Created(std::path::PathBuf),
 }
 
 impl fmt::Debug for MasterKey {

@@ -74,7 +74,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use cache::KeyCache;
-pub use crypto::{Crypto, MASTER_KEY_ENV, MASTER_KEY_FILE, MasterKey, PREVIOUS_MASTER_KEY_ENV, SealContext};
+pub use crypto::{
+    Crypto, KeySource, MASTER_KEY_ENV, MASTER_KEY_FILE, MasterKey, PREVIOUS_MASTER_KEY_ENV, SealContext,
+};
 pub use error::{CryptoError, StoreError, StoreResult};
 pub use model::{
     Account, AccountId, AccountKind, AccountStatus, AccountTier, AccountUpdate, ApiKeyRecord, AuthContext,
