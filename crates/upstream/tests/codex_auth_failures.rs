@@ -312,3 +312,45 @@ async fn a_refresh_never_overwrites_a_credential_replaced_while_it_ran() {
         "the operator's credential stays"
     );
 }
+
+#[tokio::test]
+async fn a_refresh_whose_save_failed_is_refreshed_again_and_saved_over_the_credential_it_replaced() {
+    let server = MockServer::start().await;
+    let store = Arc::new(Recorder::default());
+    let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
+    store.store(7, &first);
+    store.fail_saves(1);
+    let short_lived = |access: &str, refresh: &str| {
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"access_token": access, "refresh_token": refresh, "expires_in": 30}))
+    };
+    Mock::given(path("/oauth/token"))
+        .and(wiremock::matchers::body_json(grant("rt-1")))
+        .respond_with(short_lived("at-2", "rt-2"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/oauth/token"))
+        .and(wiremock::matchers::body_json(grant("rt-2")))
+        .respond_with(short_lived("at-3", "rt-3"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    for token in ["at-2", "at-3"] {
+        Mock::given(path("/v1/responses"))
+            .and(header("authorization", format!("Bearer {token}")))
+            .respond_with(image_stream())
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let upstream = upstream_with(&server, &store);
+    let target = codex_target(&server, first);
+    // Refreshed to at-2, whose save fails: the store still holds the first credential.
+    generate(&upstream, &target).await.unwrap();
+    assert_eq!(store.stored().unwrap()["access_token"], "at-1");
+    // at-2 expires soon too: it is refreshed (its own refresh token, not the used-up rt-1, which
+    // the store still holds), and the result saved over the credential it replaced.
+    generate(&upstream, &target).await.unwrap();
+    assert_eq!(store.stored().unwrap()["access_token"], "at-3");
+}

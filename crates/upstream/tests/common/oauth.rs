@@ -21,11 +21,20 @@ pub const CLIENT_ID: &str = "app_test_client";
 pub struct Recorder {
     saves: Mutex<Vec<(i64, String)>>,
     stored: Mutex<Option<(i64, Secret)>>,
+    /// Saves still to fail (the database out of reach).
+    failing: Mutex<u32>,
 }
 
 #[async_trait::async_trait]
 impl CredentialStore for Recorder {
     async fn save(&self, account_id: i64, previous: &Secret, credential: Secret) -> Result<bool, String> {
+        {
+            let mut failing = self.failing.lock().unwrap();
+            if *failing > 0 {
+                *failing -= 1;
+                return Err("the database is out of reach".into());
+            }
+        }
         let mut stored = self.stored.lock().unwrap();
         if let Some((id, current)) = stored.as_ref()
             && (*id != account_id || current != previous)
@@ -52,6 +61,20 @@ impl CredentialStore for Recorder {
 }
 
 impl Recorder {
+    /// Makes the next `count` saves fail.
+    pub fn fail_saves(&self, count: u32) {
+        *self.failing.lock().unwrap() = count;
+    }
+
+    /// The stored credential, once [`Recorder::store`] set one.
+    pub fn stored(&self) -> Option<Value> {
+        self.stored
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|(_, credential)| serde_json::from_str(credential.expose()).unwrap())
+    }
+
     /// Holds `credential` as the stored one of `account_id` (another replica saved it).
     pub fn store(&self, account_id: i64, credential: &Value) {
         *self.stored.lock().unwrap() = Some((account_id, Secret::new(credential.to_string())));

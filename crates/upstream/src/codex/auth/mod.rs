@@ -318,19 +318,8 @@ impl Refresh {
             expires_at = fresh.expires_at,
             "access token refreshed"
         );
-        if let Some(store) = &self.store {
-            match store.save(account_id, &from, saved).await {
-                Ok(true) => {}
-                Ok(false) => tracing::info!(
-                    account_id,
-                    "the account's credential changed while it was refreshed; the stored one is kept"
-                ),
-                Err(error) => tracing::warn!(
-                    account_id,
-                    error = %error,
-                    "the refreshed credential could not be saved; this process keeps using it"
-                ),
-            }
+        if let Some(store) = self.store.clone() {
+            self.save(store.as_ref(), &from, saved).await;
         }
         Ok(fresh)
     }
@@ -341,7 +330,8 @@ impl Refresh {
         let store = self.store.as_ref()?;
         let loaded = timeout_at(self.deadline.at, store.load(self.account_id)).await;
         let current = match loaded {
-            Ok(Ok(Some(current))) if current != *from => current,
+            // Not one this process replaced itself (its save of the refresh may have failed).
+            Ok(Ok(Some(current))) if current != *from && !self.replaced_here(&current) => current,
             Ok(Ok(_)) | Err(_) => return None,
             Ok(Err(error)) => {
                 tracing::warn!(
@@ -354,6 +344,46 @@ impl Refresh {
         };
         let credential = CodexCredential::parse(&current).ok()?;
         (!credential.is_expired(now_seconds())).then_some((current, credential))
+    }
+
+    /// Whether this process refreshed `credential` into its cached one.
+    fn replaced_here(&self, credential: &Secret) -> bool {
+        self.cached
+            .as_ref()
+            .is_some_and(|cached| cached.replaced.contains(credential))
+    }
+
+    /// Saves `saved`, the refresh of `from`, over the stored credential if that is still `from`,
+    /// or one this process replaced before (a save that failed then); never over anyone else's.
+    async fn save(&self, store: &dyn CredentialStore, from: &Secret, saved: Secret) {
+        let account_id = self.account_id;
+        let mut previous = from.clone();
+        // At most twice: over `from`, then over an older credential of this process's.
+        for _ in 0..2 {
+            match store.save(account_id, &previous, saved.clone()).await {
+                Ok(true) => return,
+                Ok(false) => match store.load(account_id).await {
+                    Ok(Some(current)) if current != previous && self.replaced_here(&current) => {
+                        previous = current;
+                    }
+                    _ => {
+                        tracing::info!(
+                            account_id,
+                            "the account's credential changed while it was refreshed; the stored one is kept"
+                        );
+                        return;
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(
+                        account_id,
+                        error = %error,
+                        "the refreshed credential could not be saved; this process keeps using it"
+                    );
+                    return;
+                }
+            }
+        }
     }
 
     /// Uses `credential`, stored as `current` by someone else, in place of `from`.
