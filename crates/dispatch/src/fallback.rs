@@ -123,7 +123,10 @@ impl FallbackPoolState {
                 for item in missed.get(i..).unwrap_or_default().iter().rev() {
                     queue.push_front(item.clone());
                 }
-                queue.truncate(MISSED_KEPT);
+                // The newest are kept: those queued meanwhile are at the back.
+                while queue.len() > MISSED_KEPT {
+                    queue.pop_front();
+                }
                 drop(queue);
                 self.degradation.degrade(None, error);
                 return false;
@@ -248,7 +251,9 @@ impl PoolState for FallbackPoolState {
     }
 
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
-        // An operator action: always try to reach the shared state.
+        // An operator action: always try to reach the shared state. What the primary missed
+        // about the account is what the operator just cleared: it must not come back.
+        self.missed().retain(|(missed, _, _)| missed != account);
         self.local.clear_health(account).await?;
         match self.primary.clear_health(account).await {
             Ok(()) => self.primary_answered().await,

@@ -304,3 +304,22 @@ async fn missed_outcomes_that_the_primary_cannot_take_wait_for_its_next_return()
     assert_eq!(shared[&AccountId::new("a")].health.successes, 1);
     assert!(shared[&AccountId::new("a")].health.cooldown_all.is_some());
 }
+
+#[tokio::test]
+async fn an_operator_clear_during_the_outage_is_not_undone_when_redis_returns() {
+    let (primary, state) = setup();
+    primary.down.store(true, Ordering::SeqCst);
+    let failed = Outcome::AuthFailed {
+        reason: "401 invalid api key".into(),
+    };
+    state.record_outcome(&"a".into(), &failed, START).await.unwrap();
+    assert!(state.degraded());
+    // The operator fixes the credential and switches the account back on; Redis is still down.
+    state.clear_health(&"a".into()).await.unwrap();
+    primary.down.store(false, Ordering::SeqCst);
+    let back = START.plus(RECHECK * 2);
+    assert!(
+        !is_local(granted(state.try_acquire(&request(back)).await.unwrap())),
+        "served by the primary, with the account usable"
+    );
+}
