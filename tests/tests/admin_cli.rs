@@ -263,6 +263,29 @@ async fn a_process_without_the_deployments_master_key_refuses_to_make_its_own() 
     s.gateway = imagegate_e2e::Gateway::spawn(s.dir.path(), &[]);
 }
 
+#[test]
+fn a_master_key_made_for_a_database_out_of_reach_is_not_left_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    // Nothing listens there: the process cannot tell whether the database holds credentials.
+    std::fs::write(
+        &config,
+        "database_url = \"postgres://postgres@127.0.0.1:9/test\"\n",
+    )
+    .unwrap();
+    let out = admin_output(
+        dir.path(),
+        &["--config", config.to_str().unwrap(), "users", "list"],
+        "",
+        &[],
+    );
+    assert!(!out.status.success());
+    assert!(
+        !dir.path().join("master.key").exists(),
+        "the next start would take the key made up here for the deployment's"
+    );
+}
+
 #[tokio::test]
 async fn a_credential_the_master_key_cannot_open_costs_only_its_own_account() {
     let mut s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);

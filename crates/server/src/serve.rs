@@ -68,18 +68,40 @@ pub async fn open_store_rotating(
         source,
     })?;
     let (master_key, source) = MasterKey::load_or_create_from_env_reporting(&config.data_dir)?;
-    let store = imagegate_store::connect_with_previous(&config.database_url, &master_key, previous).await?;
-    // A key just made up cannot open credentials already in the database (a replica or an admin
-    // command run without the deployment's key): refuse, rather than seal new credentials with a
-    // key the other replicas do not have. Rotating (`accounts rekey`) brings the previous key.
-    if let KeySource::Created(path) = source
-        && previous.is_none()
-        && store.list_accounts().await?.iter().any(|a| a.has_credential)
+    let opened = connect_checking_key(config, &master_key, &source, previous).await;
+    // A key made up for a database this process could not check is not left behind either: the
+    // next start would take it for the deployment's.
+    if let (Err(_), KeySource::Created(path)) = (&opened, &source)
+        && let Err(err) = std::fs::remove_file(path)
     {
-        store.close().await;
-        if let Err(err) = std::fs::remove_file(&path) {
-            tracing::warn!(error = %err, path = %path.display(), "could not remove the new master key file");
+        tracing::warn!(error = %err, path = %path.display(), "could not remove the new master key file");
+    }
+    opened
+}
+
+/// The store, unless `master_key` was just made up (`source`) while the database holds sealed
+/// credentials: such a key cannot open them (a replica or an admin command run without the
+/// deployment's key), and it must not seal new ones the other replicas cannot open. Rotating
+/// (`accounts rekey`) brings the `previous` key.
+async fn connect_checking_key(
+    config: &Config,
+    master_key: &MasterKey,
+    source: &KeySource,
+    previous: Option<&MasterKey>,
+) -> Result<Arc<dyn Store>, ServeError> {
+    let store = imagegate_store::connect_with_previous(&config.database_url, master_key, previous).await?;
+    if !matches!(source, KeySource::Created(_)) || previous.is_some() {
+        return Ok(store);
+    }
+    let sealed = match store.list_accounts().await {
+        Ok(accounts) => accounts.iter().any(|a| a.has_credential),
+        Err(err) => {
+            store.close().await;
+            return Err(err.into());
         }
+    };
+    if sealed {
+        store.close().await;
         return Err(ServeError::MasterKeyMissing {
             data_dir: config.data_dir.display().to_string(),
         });

@@ -203,20 +203,24 @@ async fn check_and_sign_in(
     // Each check holds about 19 MiB for a few milliseconds: a few at a time, however many
     // sign-ins arrive together (from many addresses, each within its own limit). The user is read
     // once a check may start, so a password reset made while this one waited is the one checked.
-    // (The semaphore is never closed, so the permit is always granted.)
-    let _permit = PASSWORD_CHECKS.acquire().await.ok();
-    let user = state.store.user_by_name(username).await?;
-    let hash = user.as_ref().and_then(|u| u.password_hash.clone());
-    let checked = hash.clone();
-    let verified = tokio::task::spawn_blocking(move || match checked {
-        Some(hash) => verify_password(&password, &hash),
-        None => {
-            verify_against_dummy(&password);
-            false
-        }
-    })
-    .await
-    .unwrap_or(false);
+    let (user, hash, verified) = {
+        // (The semaphore is never closed, so the permit is always granted.) Held for the read
+        // and the check only, not the session and counting work after them.
+        let _permit = PASSWORD_CHECKS.acquire().await.ok();
+        let user = state.store.user_by_name(username).await?;
+        let hash = user.as_ref().and_then(|u| u.password_hash.clone());
+        let checked = hash.clone();
+        let verified = tokio::task::spawn_blocking(move || match checked {
+            Some(hash) => verify_password(&password, &hash),
+            None => {
+                verify_against_dummy(&password);
+                false
+            }
+        })
+        .await
+        .unwrap_or(false);
+        (user, hash, verified)
+    };
     let signed_in = user.zip(hash).filter(|_| verified);
     let Some((user, hash)) = signed_in else {
         // Already counted by `begin_attempt`.
