@@ -170,6 +170,18 @@ pub fn decode_responses(bytes: &[u8]) -> Result<ResponsesBody, ApiError> {
     };
     let model = fields.string("model")?;
     let stream = fields.boolean("stream")?.unwrap_or(false);
+    // A background response answers at once ("queued", no usage) and goes on generating, to be
+    // fetched later: the gateway would free the account's slot and record nothing while the
+    // upstream bills, and it keeps no response to fetch. Refused.
+    if fields.boolean("background")? == Some(true) {
+        return Err(ApiError::new(
+            ErrorKind::InvalidRequest,
+            "Background responses are not supported here: each request is answered when it is done \
+             (use `stream` to see it progress). Omit `background` or set it to false.",
+        )
+        .with_param("background")
+        .with_code("unsupported_value"));
+    }
     let mut image_tools = Vec::new();
     match body.get("tools") {
         None | Some(Value::Null) => {}

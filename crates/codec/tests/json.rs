@@ -261,3 +261,15 @@ fn an_image_tool_with_input_fidelity_is_refused_before_the_upstream() {
         "null is absent"
     );
 }
+
+#[test]
+fn background_responses_are_refused_before_anything_is_spent() {
+    let err = decode_responses(br#"{"model":"gpt-5","input":"a fox","background":true}"#).unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.param.as_deref(), Some("background"));
+    assert_eq!(err.code(), Some("unsupported_value"));
+    assert!(decode_responses(br#"{"model":"gpt-5","input":"a fox","background":false}"#).is_ok());
+    assert!(decode_responses(br#"{"model":"gpt-5","input":"a fox","background":null}"#).is_ok());
+    let wrong_type = decode_responses(br#"{"model":"gpt-5","background":"yes"}"#).unwrap_err();
+    assert_eq!(wrong_type.param.as_deref(), Some("background"));
+}
