@@ -330,6 +330,32 @@ async fn a_request_whose_body_still_arrives_when_the_grace_period_ends_is_record
     assert_eq!(records[0]["error_code"], "shutting_down", "{:?}", records[0]);
 }
 
+#[tokio::test]
+async fn a_client_leaving_a_stream_of_two_images_is_billed_both_the_account_makes() {
+    let s = setup();
+    // An API-key account makes both images in one call; the second comes 1.5 s after the first.
+    s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 1500}))
+        .await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low",
+                "n": 2, "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    leave_after_first_bytes(response).await;
+    let records = s.usage_at_least(1).await;
+    let record = &records[0];
+    assert_eq!(record["status"], 499, "{record:?}");
+    assert_eq!(
+        record["images"], 2,
+        "the call went on to its second image, which the account pays for: {record:?}"
+    );
+}
+
 /// The record of a stream whose image stalls halfway, when the gateway is stopped (1 s of grace)
 /// half a second after the stream began: with `leave`, its client left before (and the gateway
 /// was still reading the image for its usage); else the client was still reading.

@@ -203,7 +203,11 @@ fn respond(
         (Reply::Events(events), kind) => {
             usage.first_byte();
             let keepalive = app.config.timeouts.keepalive();
-            let body = Body::from_stream(relay_events(events, kind, keepalive, usage, held));
+            let call_per_image = app
+                .accounts
+                .target(held.lease.account())
+                .is_some_and(|target| target.kind == imagegate_upstream::AccountKind::Codex);
+            let body = Body::from_stream(relay_events(events, kind, keepalive, usage, held, call_per_image));
             let mut response = (StatusCode::OK, body).into_response();
             let headers = response.headers_mut();
             headers.insert(

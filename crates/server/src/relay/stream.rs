@@ -39,16 +39,21 @@ struct Relay {
     open: Option<Option<ImagesResponseScanner>>,
     /// An Images stream's call is at work on an image (none completed since its last partial).
     image_under_way: bool,
+    /// The upstream makes one call per image (a subscription account), so no call is under way
+    /// between two images; otherwise one call makes all `n` and goes on to the end.
+    call_per_image: bool,
     done: bool,
 }
 
-/// The body stream of an SSE response.
+/// The body stream of an SSE response; `call_per_image` when the upstream makes one call per
+/// image of an Images stream (a subscription account).
 pub fn relay_events(
     events: ItemStream,
     kind: StreamKind,
     keepalive: Duration,
     usage: UsageRecorder,
     held: Held,
+    call_per_image: bool,
 ) -> impl futures::Stream<Item = Result<Bytes, CutShort>> + Send + 'static {
     let relay = Relay {
         events,
@@ -59,6 +64,7 @@ pub fn relay_events(
         last_sequence: None,
         open: None,
         image_under_way: true,
+        call_per_image,
         done: false,
     };
     futures::stream::unfold(relay, |mut relay| async move {
@@ -278,8 +284,9 @@ impl Drop for Relay {
     /// still at work for this key (else a client could start any number of generations by hanging
     /// up).
     fn drop(&mut self) {
-        // Between two images of an Images stream, the calls under way are over: nothing to read.
-        let between_images = self.kind == StreamKind::Images && !self.image_under_way;
+        // Between two images of a subscription account's Images stream, no call is under way:
+        // nothing to read.
+        let between_images = self.kind == StreamKind::Images && self.call_per_image && !self.image_under_way;
         if self.done || self.usage.is_none() || between_images {
             return;
         }
@@ -300,6 +307,7 @@ impl Drop for Relay {
             last_sequence: self.last_sequence,
             open: self.open.take(),
             image_under_way: true,
+            call_per_image: self.call_per_image,
             done: true,
         };
         runtime.spawn(read_abandoned(rest));
@@ -307,9 +315,10 @@ impl Drop for Relay {
 }
 
 /// Reads the rest of a stream whose client left, noting its usage (the record keeps the client's
-/// status) and how the account's call ended. An Images stream is read up to its next completed
-/// image: a subscription account makes `n` images one call at a time, and no call is started for
-/// a client that left. The upstream's own deadline bounds the wait, and a shutdown cuts it short.
+/// status) and how the account's call ended. A subscription account's Images stream is read up to
+/// its next completed image: it makes `n` images one call at a time, and no call is started for a
+/// client that left; any other stream is one call, read to its end (all `n` images are billed).
+/// The upstream's own deadline bounds the wait, and a shutdown cuts it short.
 async fn read_abandoned(mut rest: Relay) {
     let failure = loop {
         let Some(usage) = rest.usage.as_ref() else {
@@ -321,7 +330,7 @@ async fn read_abandoned(mut rest: Relay) {
         };
         match next {
             Some(Ok(item)) => {
-                if rest.note(&item) {
+                if rest.note(&item) && rest.call_per_image {
                     break None;
                 }
             }
@@ -569,6 +578,7 @@ mod tests {
             last_sequence: Some(4),
             open: None,
             image_under_way: true,
+            call_per_image: false,
             done: false,
         }
     }
