@@ -192,6 +192,37 @@ async fn official_agent_clients_get_the_image_tool_injected() {
 }
 
 #[tokio::test]
+async fn a_responses_call_failed_by_a_limit_is_billed_what_its_failed_event_says() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    let tool = json!([{"type": "image_generation", "size": "1024x1024", "quality": "low"}]);
+    let body = json!({"model": "gpt-5", "input": "draw a fox", "tools": tool, "stream": true});
+    let request_id =
+        |response: &reqwest::Response| response.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let clean = s.post_json("/responses", body.clone()).send().await.unwrap();
+    let clean_id = request_id(&clean);
+    clean.text().await.unwrap();
+    // The next call fails after its start, its `response.failed` carrying the main model's usage.
+    s.sim_fault(
+        json!({"fault": "rate_limit_in_stream", "times": 1, "retry_after_seconds": 90,
+        "path": "/v1/responses"}),
+    )
+    .await;
+    let failed_over = s.post_json("/responses", body).send().await.unwrap();
+    let failed_over_id = request_id(&failed_over);
+    failed_over.text().await.unwrap();
+    let records = s.usage_at_least(2).await;
+    let input = |id: &str| {
+        let record = records.iter().find(|r| r["request_id"] == id).unwrap();
+        assert_eq!(record["status"], 200, "{record:?}");
+        record["tokens"]["input"].as_u64().unwrap()
+    };
+    assert!(
+        input(&failed_over_id) > input(&clean_id),
+        "the failed call's tokens are billed on top of the call that answered: {records:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_responses_stream_hitting_a_limit_after_it_started_goes_to_another_account() {
     let s = setup_with(&["acct-a", "acct-b"], &[]);
     // The first call starts its stream, then fails with a rate limit, as the ChatGPT backend

@@ -120,6 +120,7 @@ impl Relay {
     async fn fail(&mut self, failure: &Failure) -> Result<Bytes, CutShort> {
         self.done = true;
         if let Some(usage) = self.usage.as_mut() {
+            record_final_event_tokens(usage, failure);
             usage.upstream_closed();
         }
         if let Some(held) = &self.held {
@@ -334,7 +335,12 @@ async fn read_abandoned(mut rest: Relay) {
                     break None;
                 }
             }
-            Some(Err(failure)) => break Some(failure),
+            Some(Err(failure)) => {
+                if let Some(usage) = rest.usage.as_mut() {
+                    record_final_event_tokens(usage, &failure);
+                }
+                break Some(failure);
+            }
             None if rest.open.is_some() => break Some(ended_inside_an_event()),
             None => break None,
         }
@@ -436,6 +442,20 @@ struct ResponsesHead {
 struct ResponseTail {
     usage: Option<ResponsesUsage>,
     tool_usage: Option<ToolUsage>,
+}
+
+/// Records the tokens of the upstream's own final event of a failed call (a `response.failed`
+/// carrying the usage the upstream bills for the work done before the failure), if it has any.
+pub fn record_final_event_tokens(usage: &mut UsageRecorder, failure: &Failure) {
+    let Some(event) = failure.final_event.as_deref() else {
+        return;
+    };
+    if let Ok(head) = serde_json::from_str::<ResponsesHead>(&event.data)
+        && ends_a_response(&head.kind)
+        && let Some(tail) = head.response
+    {
+        record_response_tokens(usage, tail.usage, tail.tool_usage);
+    }
 }
 
 /// Whether a Responses event is the last one of its response, with the response's usage in it:

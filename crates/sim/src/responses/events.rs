@@ -128,6 +128,8 @@ pub fn failed(
 ) -> ResponseStreamEvent {
     let mut envelope = plan.envelope.clone();
     envelope.status = ResponseStatus::Failed;
+    // The main model read the input and called the tool before the failure: billed.
+    envelope.usage = Some(plan.main_usage());
     envelope.error = Some(ResponseError {
         code: code.to_owned(),
         message: message.to_owned(),
