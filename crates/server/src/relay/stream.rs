@@ -123,16 +123,19 @@ impl Relay {
             record_final_event_tokens(usage, failure);
             usage.upstream_closed();
         }
-        if let Some(held) = &self.held {
-            held.record(&crate::relay::outcome_of(failure)).await;
-        }
         let ending = if self.open.is_some() {
             tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of an event");
             Err(CutShort)
         } else {
             Ok(self.error_frame(failure))
         };
+        // Settled before the await below: a body dropped during it must not record the client's
+        // leaving instead of the failure.
+        let held = self.held.take();
         self.finish(Some(failure));
+        if let Some(held) = held {
+            held.record(&crate::relay::outcome_of(failure)).await;
+        }
         ending
     }
 
