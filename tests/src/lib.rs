@@ -13,7 +13,7 @@ mod process;
 pub use console::{csrf_of, set_cookie};
 pub use imagegate_testkit::{TcpProxy, TestDatabase, unique_name};
 pub use images::{jpeg_rgb, png_noise, png_rgb, png_rgba, solid_mask};
-pub use process::{Gateway, Sim, admin, admin_output, admin_with_stdin, bin_path};
+pub use process::{Gateway, Sim, admin, admin_output, admin_with_stdin, bin_path, imagegate_command};
 
 /// The `sequence_number` of every event of a Responses stream, which must count from 0 by 1.
 pub fn assert_sequence_counts_from_zero(events: &[(String, serde_json::Value)]) {

@@ -20,6 +20,19 @@ pub fn bin_path(name: &str) -> PathBuf {
     path
 }
 
+/// A command running the `imagegate` binary without the `IMAGEGATE_*` variables of the shell the
+/// tests run in: a developer's `IMAGEGATE_DATABASE_URL` or `IMAGEGATE_MASTER_KEY` must not point the
+/// tests' gateways at a real database or change their keys. Each test sets what it needs.
+pub fn imagegate_command() -> Command {
+    let mut command = Command::new(bin_path("imagegate"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("IMAGEGATE_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
 /// Reads stdout lines until one contains `marker`, returning the URL after `http://`.
 fn wait_for_url(child: &mut Child, marker: &str) -> String {
     let stdout = child.stdout.take().expect("piped stdout");
@@ -109,7 +122,7 @@ impl Gateway {
     /// Like [`Gateway::spawn`], with extra environment variables (they override the defaults,
     /// `IMAGEGATE_LOG=warn` included).
     pub fn spawn_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(bin_path("imagegate"))
+        let mut child = imagegate_command()
             .arg("--data-dir")
             .arg(data_dir)
             .args(["serve", "--listen", "127.0.0.1:0"])
@@ -185,14 +198,13 @@ pub fn admin_with_stdin(data_dir: &Path, args: &[&str], stdin: &str) -> String {
 }
 
 /// Runs `imagegate --data-dir DIR ARGS...` with `stdin` and extra environment variables, whatever
-/// its exit status. A key rotation's `IMAGEGATE_PREVIOUS_MASTER_KEY` is passed on only if given.
+/// its exit status. Of the `IMAGEGATE_*` variables only those given are passed on.
 pub fn admin_output(data_dir: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(bin_path("imagegate"))
+    let mut child = imagegate_command()
         .arg("--data-dir")
         .arg(data_dir)
         .args(args)
         .env("IMAGEGATE_LOG", "warn")
-        .env_remove("IMAGEGATE_PREVIOUS_MASTER_KEY")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -6,12 +6,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use imagegate_e2e::bin_path;
+use imagegate_e2e::imagegate_command;
 
 #[tokio::test]
 async fn demo_prints_a_key_that_generates_images() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(bin_path("imagegate"))
+    let mut child = imagegate_command()
         .arg("--data-dir")
         .arg(dir.path())
         .args(["demo", "--listen", "127.0.0.1:0"])
@@ -62,4 +62,24 @@ async fn demo_prints_a_key_that_generates_images() {
         .status();
     let status = child.wait().unwrap();
     assert!(status.success(), "demo did not exit cleanly: {status}");
+
+    // The demo's key and simulator are in a group of their own: in a data directory with real
+    // accounts, the demo key reaches none of them, and no other key reaches the simulator.
+    let listed = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&imagegate_e2e::admin(dir.path(), args)).unwrap()
+    };
+    let groups = listed(&["groups", "list", "--json"]);
+    let demo_group = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "demo")
+        .unwrap_or_else(|| panic!("no demo group: {groups}"))["id"]
+        .clone();
+    let accounts = listed(&["accounts", "list", "--json"]);
+    let demo = &accounts["accounts"][0];
+    assert_eq!(demo["name"], "demo-simulator", "{accounts}");
+    assert_eq!(demo["groups"], serde_json::json!([demo_group]), "{accounts}");
+    let keys = listed(&["keys", "list", "--user", "demo", "--json"]);
+    assert_eq!(keys[0]["group_id"], demo_group, "{keys}");
 }

@@ -15,6 +15,8 @@ use crate::serve::{ServeError, open_store};
 
 const DEMO_USER: &str = "demo";
 const DEMO_ACCOUNT: &str = "demo-simulator";
+/// The group of the demo key and account.
+const DEMO_GROUP: &str = "demo";
 
 pub async fn run(config: Config) -> Result<(), ServeError> {
     let store = open_store(&config).await?;
@@ -55,13 +57,20 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret
     let password = imagegate_console::generate_password();
     let hash = imagegate_console::hash_password(&password).map_err(|e| ServeError::Console(e.to_string()))?;
     store.set_user_password_hash(user.id, Some(&hash)).await?;
-    let group = store.default_group().await?;
+    // A group of its own: the demo key reaches only the simulator, never an account of the data
+    // directory's other groups (a real one would spend money), and the simulator, gone once the
+    // demo stops, serves no other key.
+    let group = match store.group_by_name(DEMO_GROUP).await? {
+        Some(group) => group,
+        None => store.create_group(DEMO_GROUP).await?,
+    };
     let base_url = format!("http://{sim_addr}/v1");
     match store.account_by_name(DEMO_ACCOUNT).await? {
         Some(account) => {
             let update = AccountUpdate {
                 base_url: Some(Some(base_url)),
                 status: Some((AccountStatus::Active, None)),
+                groups: Some(vec![group.id]),
                 ..AccountUpdate::default()
             };
             store.update_account(account.id, update).await?;
