@@ -146,7 +146,7 @@ impl KeyLimiter for MemoryKeyLimiter {
     ) -> Result<KeyAdmission, KeyLimitError> {
         let mut counters = self.lock();
         counters.admissions = counters.admissions.wrapping_add(1);
-        if counters.admissions % SWEEP_EVERY == 0 {
+        if counters.admissions.is_multiple_of(SWEEP_EVERY) {
             counters.keys.retain(|_, usage| {
                 !usage.in_flight.is_empty()
                     || usage

@@ -13,7 +13,7 @@ const PIXELS_MIN: u64 = 655_360;
 const PIXELS_MAX: u64 = 8_294_400;
 
 fn multiple_ok(w: u64, h: u64) -> bool {
-    w % EDGE_STEP == 0 && h % EDGE_STEP == 0
+    w.is_multiple_of(EDGE_STEP) && h.is_multiple_of(EDGE_STEP)
 }
 fn edge_ok(w: u64, h: u64) -> bool {
     w.max(h) <= LONGEST

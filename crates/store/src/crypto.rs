@@ -290,10 +290,10 @@ fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
 #[cfg(unix)]
 fn warn_if_readable_by_others(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(path = %path.display(), "master key file is accessible to other users; chmod 600 it");
-        }
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(path = %path.display(), "master key file is accessible to other users; chmod 600 it");
     }
 }
 

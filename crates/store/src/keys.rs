@@ -103,10 +103,11 @@ pub(crate) fn random_string(alphabet: &[u8], len: usize) -> Result<String, Crypt
     while out.len() < len {
         getrandom::fill(&mut buf).map_err(|e| CryptoError::Random(e.to_string()))?;
         for &byte in &buf {
-            if usize::from(byte) < limit && out.len() < len {
-                if let Some(&c) = alphabet.get(usize::from(byte) % size) {
-                    out.push(char::from(c));
-                }
+            if usize::from(byte) < limit
+                && out.len() < len
+                && let Some(&c) = alphabet.get(usize::from(byte) % size)
+            {
+                out.push(char::from(c));
             }
         }
     }

@@ -81,10 +81,10 @@ impl AccountForm {
                 .map_err(|_| "Priority must be a whole number.".to_owned())?,
         };
         let base_url = non_blank(&self.base_url);
-        if let Some(url) = &base_url {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err("The base URL must start with http:// or https://.".to_owned());
-            }
+        if let Some(url) = &base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err("The base URL must start with http:// or https://.".to_owned());
         }
         let groups = self
             .groups

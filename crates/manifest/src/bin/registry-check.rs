@@ -115,11 +115,11 @@ fn run_check(cli: &Cli) -> ExitCode {
         root: cli.root.clone(),
         ..CheckOptions::default()
     };
-    if let Some(root) = &cli.root {
-        if !root.is_dir() {
-            stderr_line(&format!("--root {} is not a folder", root.display()));
-            return ExitCode::from(EXIT_UNUSABLE);
-        }
+    if let Some(root) = &cli.root
+        && !root.is_dir()
+    {
+        stderr_line(&format!("--root {} is not a folder", root.display()));
+        return ExitCode::from(EXIT_UNUSABLE);
     }
     let mut reports: Vec<FileReport> = Vec::new();
     let mut unreadable = false;

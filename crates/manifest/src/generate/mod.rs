@@ -243,10 +243,9 @@ pub fn choose_generated_at(
     if let Some(epoch) = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
+        && let Some(time) = DateTime::<Utc>::from_timestamp(epoch, 0)
     {
-        if let Some(time) = DateTime::<Utc>::from_timestamp(epoch, 0) {
-            return time.to_rfc3339_opts(SecondsFormat::Secs, true);
-        }
+        return time.to_rfc3339_opts(SecondsFormat::Secs, true);
     }
     if let Some(previous) = committed.and_then(committed_generated_at) {
         let mut candidate = fresh_without_time.clone();

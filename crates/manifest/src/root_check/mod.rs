@@ -25,33 +25,32 @@ pub(crate) fn check(doc: &Doc<'_>, dir: &Path, limits: &PackageLimits, sink: &mu
         let skill_md = skill
             .str("path")
             .and_then(|path| skill_folder(&base, &skill, &path, name.as_ref(), sink));
-        if let Some(package) = skill.str("package") {
-            if let Some(file) = inside(&base, &package, sink, Rule::RootPackageMissing, "package") {
-                package_file(
-                    &file,
-                    &skill,
-                    &package,
-                    name.as_ref(),
-                    skill_md.as_deref(),
-                    limits,
-                    sink,
-                );
-            }
+        if let Some(package) = skill.str("package")
+            && let Some(file) = inside(&base, &package, sink, Rule::RootPackageMissing, "package")
+        {
+            package_file(
+                &file,
+                &skill,
+                &package,
+                name.as_ref(),
+                skill_md.as_deref(),
+                limits,
+                sink,
+            );
         }
     }
     for entry in &doc.apis {
         let api = entry.obj();
-        if let Some(path) = api.str("path") {
-            if let Some(file) = inside(&base, &path, sink, Rule::RootApiMissing, "API document") {
-                if !file.is_file() {
-                    sink.add(
-                        Rule::RootApiMissing,
-                        &path.ptr(),
-                        path.span(),
-                        format!("{} is not a file", quote(path.text)),
-                    );
-                }
-            }
+        if let Some(path) = api.str("path")
+            && let Some(file) = inside(&base, &path, sink, Rule::RootApiMissing, "API document")
+            && !file.is_file()
+        {
+            sink.add(
+                Rule::RootApiMissing,
+                &path.ptr(),
+                path.span(),
+                format!("{} is not a file", quote(path.text)),
+            );
         }
     }
 }
@@ -118,31 +117,31 @@ fn package_file(
             return;
         }
     };
-    if let Some(node) = skill.get("size_bytes") {
-        if let NodeValue::Number(raw) = &node.value {
-            if raw.parse::<u64>().is_ok_and(|n| n != length) {
-                sink.add(
-                    Rule::RootSizeMismatch,
-                    &child(skill.ptr, "size_bytes"),
-                    node.span,
-                    "size_bytes differs from the package's length",
-                )
-                .expected(length.to_string())
-                .found(raw.clone());
-            }
-        }
+    if let Some(node) = skill.get("size_bytes")
+        && let NodeValue::Number(raw) = &node.value
+        && raw.parse::<u64>().is_ok_and(|n| n != length)
+    {
+        sink.add(
+            Rule::RootSizeMismatch,
+            &child(skill.ptr, "size_bytes"),
+            node.span,
+            "size_bytes differs from the package's length",
+        )
+        .expected(length.to_string())
+        .found(raw.clone());
     }
-    if let Some(sha) = skill.str("sha256") {
-        if is_sha256_hex(sha.text) && sha.text != digest {
-            sink.add(
-                Rule::RootSha256Mismatch,
-                &sha.ptr(),
-                sha.span(),
-                "sha256 differs from the package's SHA-256",
-            )
-            .expected(digest)
-            .found(sha.text.to_owned());
-        }
+    if let Some(sha) = skill.str("sha256")
+        && is_sha256_hex(sha.text)
+        && sha.text != digest
+    {
+        sink.add(
+            Rule::RootSha256Mismatch,
+            &sha.ptr(),
+            sha.span(),
+            "sha256 differs from the package's SHA-256",
+        )
+        .expected(digest)
+        .found(sha.text.to_owned());
     }
     let skill_name = name.map_or("", |n| n.text);
     for found in package::inspect(file, skill_name, skill_md, limits) {

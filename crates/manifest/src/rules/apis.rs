@@ -23,24 +23,24 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 blank(&field, sink);
             }
         }
-        if let Some(language) = api.str("language") {
-            if !is_language_tag(language.text) {
-                let draft = sink
-                    .add(
-                        Rule::ApiLanguage,
-                        &language.ptr(),
-                        language.span(),
-                        format!("language {} is not a BCP 47 tag", quote(language.text)),
-                    )
-                    .expected("a language tag such as en, zh or zh-CN")
-                    .found(quote(language.text));
-                let fixed = language.text.replace('_', "-");
-                if fixed != language.text && is_language_tag(&fixed) {
-                    draft.hint(format!(
-                        "BCP 47 separates subtags with `-`: write {}.",
-                        quote(&fixed)
-                    ));
-                }
+        if let Some(language) = api.str("language")
+            && !is_language_tag(language.text)
+        {
+            let draft = sink
+                .add(
+                    Rule::ApiLanguage,
+                    &language.ptr(),
+                    language.span(),
+                    format!("language {} is not a BCP 47 tag", quote(language.text)),
+                )
+                .expected("a language tag such as en, zh or zh-CN")
+                .found(quote(language.text));
+            let fixed = language.text.replace('_', "-");
+            if fixed != language.text && is_language_tag(&fixed) {
+                draft.hint(format!(
+                    "BCP 47 separates subtags with `-`: write {}.",
+                    quote(&fixed)
+                ));
             }
         }
         if let Some(path) = api.str("path") {

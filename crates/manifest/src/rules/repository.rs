@@ -16,20 +16,21 @@ pub(crate) fn check(top: Obj<'_, '_>, sink: &mut Sink) {
     }
     if let Some(git_url) = repo.str("git_url") {
         let repo_part = git_url_repo(&git_url, sink);
-        if let (Some(repo_part), Some(name)) = (repo_part, &name) {
-            if !repo_part.eq_ignore_ascii_case(name.text) && !name.text.trim().is_empty() {
-                sink.add(
-                    Rule::RepoName,
-                    &name.ptr(),
-                    name.span(),
-                    format!(
-                        "repository.name {} differs from the repository in git_url",
-                        quote(name.text)
-                    ),
-                )
-                .expected(quote(repo_part))
-                .found(quote(name.text));
-            }
+        if let (Some(repo_part), Some(name)) = (repo_part, &name)
+            && !repo_part.eq_ignore_ascii_case(name.text)
+            && !name.text.trim().is_empty()
+        {
+            sink.add(
+                Rule::RepoName,
+                &name.ptr(),
+                name.span(),
+                format!(
+                    "repository.name {} differs from the repository in git_url",
+                    quote(name.text)
+                ),
+            )
+            .expected(quote(repo_part))
+            .found(quote(name.text));
         }
     }
     let raw_path = repo.str("raw_base_url").and_then(|raw| raw_base_url(&raw, sink));

@@ -249,10 +249,12 @@ fn size_rule(skill: &Obj<'_, '_>, sink: &mut Sink) {
             )
             .expected("an integer from 0 to 9007199254740991 written as digits")
             .found(raw.clone());
-        if let Ok(value) = raw.parse::<f64>() {
-            if value >= 0.0 && value.fract() == 0.0 && value <= MAX_SAFE_INTEGER as f64 {
-                draft.hint(format!("Write {}.", value as u64));
-            }
+        if let Ok(value) = raw.parse::<f64>()
+            && value >= 0.0
+            && value.fract() == 0.0
+            && value <= MAX_SAFE_INTEGER as f64
+        {
+            draft.hint(format!("Write {}.", value as u64));
         }
     }
 }

@@ -206,16 +206,16 @@ impl Relay {
         let Some(usage) = self.usage.as_mut() else { return };
         match self.kind {
             StreamKind::Images if names_a_completed_image(event) => {
-                if let Ok(done) = serde_json::from_str::<ImageCompleted>(&event.data) {
-                    if done.kind.ends_with(".completed") {
-                        record_image(
-                            usage,
-                            done.size.as_deref(),
-                            done.quality.as_deref(),
-                            done.output_format.as_deref(),
-                            done.usage.as_ref(),
-                        );
-                    }
+                if let Ok(done) = serde_json::from_str::<ImageCompleted>(&event.data)
+                    && done.kind.ends_with(".completed")
+                {
+                    record_image(
+                        usage,
+                        done.size.as_deref(),
+                        done.quality.as_deref(),
+                        done.output_format.as_deref(),
+                        done.usage.as_ref(),
+                    );
                 }
             }
             StreamKind::Responses => {
@@ -225,15 +225,15 @@ impl Relay {
                         if let Some(tail) = head.response {
                             record_response_tokens(usage, tail.usage, tail.tool_usage);
                         }
-                    } else if head.kind == "response.output_item.done" {
-                        if let Some(item) = head.item.filter(|i| i.kind == "image_generation_call") {
-                            usage.produced(
-                                item.size.as_deref(),
-                                item.quality.as_deref(),
-                                item.output_format.as_deref(),
-                                1,
-                            );
-                        }
+                    } else if head.kind == "response.output_item.done"
+                        && let Some(item) = head.item.filter(|i| i.kind == "image_generation_call")
+                    {
+                        usage.produced(
+                            item.size.as_deref(),
+                            item.quality.as_deref(),
+                            item.output_format.as_deref(),
+                            1,
+                        );
                     }
                 }
             }

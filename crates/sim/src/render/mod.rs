@@ -219,7 +219,7 @@ pub fn render_base(spec: &RenderSpec) -> Result<RgbImage, RenderError> {
         for (x, pixel) in (0u32..).zip(row.chunks_exact_mut(3)) {
             let t = (x as f32 * dx + row_offset) / span;
             let distance = ((x as f32 - centre_x).powi(2) + dist_y).sqrt();
-            let shade = if (distance / ring) as u32 % 2 == 0 {
+            let shade = if ((distance / ring) as u32).is_multiple_of(2) {
                 dim
             } else {
                 0.82 * dim

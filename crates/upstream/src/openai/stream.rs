@@ -230,10 +230,11 @@ impl Relay {
         if is_error {
             return Seen::Error(stream_error(&event.data));
         }
-        if self.endpoint == Endpoint::Responses && probe.kind.as_deref() == Some("response.failed") {
-            if let Some(failure) = account_failure(&event.data) {
-                return Seen::Error(failure.with_final_event(event.clone()));
-            }
+        if self.endpoint == Endpoint::Responses
+            && probe.kind.as_deref() == Some("response.failed")
+            && let Some(failure) = account_failure(&event.data)
+        {
+            return Seen::Error(failure.with_final_event(event.clone()));
         }
         if self.is_final(probe.kind.as_deref()) {
             Seen::Final
