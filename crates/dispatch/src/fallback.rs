@@ -123,10 +123,7 @@ impl FallbackPoolState {
                 for item in missed.get(i..).unwrap_or_default().iter().rev() {
                     queue.push_front(item.clone());
                 }
-                // The newest are kept: those queued meanwhile are at the back.
-                while queue.len() > MISSED_KEPT {
-                    queue.pop_front();
-                }
+                keep_newest(&mut queue);
                 drop(queue);
                 self.degradation.degrade(None, error);
                 return false;
@@ -154,6 +151,13 @@ impl FallbackPoolState {
             }
             other => Ok(other),
         }
+    }
+}
+
+/// Drops the oldest missed outcomes beyond [`MISSED_KEPT`] (the newest are at the back).
+fn keep_newest(missed: &mut VecDeque<Missed>) {
+    while missed.len() > MISSED_KEPT {
+        missed.pop_front();
     }
 }
 
@@ -242,10 +246,8 @@ impl PoolState for FallbackPoolState {
         }
         if self.degradation.degraded() {
             let mut missed = self.missed();
-            if missed.len() >= MISSED_KEPT {
-                missed.pop_front();
-            }
             missed.push_back((account.clone(), outcome.clone(), now));
+            keep_newest(&mut missed);
         }
         Ok(())
     }

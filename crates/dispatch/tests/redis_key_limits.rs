@@ -23,6 +23,35 @@ fn gate(prefix: &TestPrefix) -> (KeyGate, Arc<ManualClock>) {
     (KeyGate::new(limiter(prefix), clock.clone()), clock)
 }
 
+/// A gate whose Redis answers through `slow`, giving up on an answer after 300 ms.
+fn gate_behind(slow: &redis_support::SlowRedis, prefix: &TestPrefix) -> KeyGate {
+    let config = RedisConfig {
+        response_timeout: Duration::from_millis(300),
+        ..RedisConfig::new(format!("redis://{}", slow.addr)).with_prefix(prefix.prefix.clone())
+    };
+    KeyGate::new(
+        Arc::new(RedisKeyLimiter::new(&config).unwrap()),
+        Arc::new(ManualClock::new(UnixMillis(1_000_000))),
+    )
+}
+
+/// Waits up to 5 s for the permit set `permits` to be empty (a leaked permit would count for 15
+/// minutes).
+async fn permits_given_back(redis: &mut redis::Connection, permits: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let taken: u64 = redis::cmd("ZCARD").arg(permits).query(redis).unwrap();
+        if taken == 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the permit is still taken (it would count for 15 minutes)"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn concurrency(limit: u32) -> KeyLimits {
     KeyLimits {
         max_concurrency: Some(limit),
@@ -254,14 +283,7 @@ async fn an_admission_abandoned_while_redis_answers_gives_its_permit_back() {
 async fn a_permit_whose_answer_timed_out_is_given_back() {
     let prefix = TestPrefix::new();
     let slow = redis_support::SlowRedis::start().await;
-    let config = RedisConfig {
-        response_timeout: Duration::from_millis(300),
-        ..RedisConfig::new(format!("redis://{}", slow.addr)).with_prefix(prefix.prefix.clone())
-    };
-    let gate = KeyGate::new(
-        Arc::new(RedisKeyLimiter::new(&config).unwrap()),
-        Arc::new(ManualClock::new(UnixMillis(1_000_000))),
-    );
+    let gate = gate_behind(&slow, &prefix);
     let limits = concurrency(1);
     drop(gate.admit("k", limits).await.unwrap());
     // The script runs in Redis, but its answer comes after the caller stopped waiting.
@@ -274,18 +296,7 @@ async fn a_permit_whose_answer_timed_out_is_given_back() {
     assert_eq!(taken, 1, "the script ran and took the permit");
     slow.hold_answers(0);
     // The permit nobody received is given back (it would count for 15 minutes).
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let taken: u64 = redis::cmd("ZCARD").arg(&permits).query(&mut redis).unwrap();
-        if taken == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the permit is still taken"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    permits_given_back(&mut redis, &permits).await;
     // Once the late answers are through, the key admits again.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let _permit = gate.admit("k", limits).await.unwrap();
@@ -295,14 +306,7 @@ async fn a_permit_whose_answer_timed_out_is_given_back() {
 async fn a_permit_whose_answer_timed_out_after_its_caller_left_is_given_back() {
     let prefix = TestPrefix::new();
     let slow = redis_support::SlowRedis::start().await;
-    let config = RedisConfig {
-        response_timeout: Duration::from_millis(300),
-        ..RedisConfig::new(format!("redis://{}", slow.addr)).with_prefix(prefix.prefix.clone())
-    };
-    let gate = KeyGate::new(
-        Arc::new(RedisKeyLimiter::new(&config).unwrap()),
-        Arc::new(ManualClock::new(UnixMillis(1_000_000))),
-    );
+    let gate = gate_behind(&slow, &prefix);
     let limits = concurrency(1);
     drop(gate.admit("k", limits).await.unwrap());
     slow.hold_answers(900);
@@ -316,16 +320,5 @@ async fn a_permit_whose_answer_timed_out_after_its_caller_left_is_given_back() {
     let taken: u64 = redis::cmd("ZCARD").arg(&permits).query(&mut redis).unwrap();
     assert_eq!(taken, 1, "the script ran and took the permit");
     slow.hold_answers(0);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let taken: u64 = redis::cmd("ZCARD").arg(&permits).query(&mut redis).unwrap();
-        if taken == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the permit is still taken (it would count for 15 minutes)"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    permits_given_back(&mut redis, &permits).await;
 }

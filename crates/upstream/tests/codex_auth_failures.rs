@@ -227,12 +227,7 @@ async fn a_credential_another_replica_refreshed_is_used_without_refreshing_again
         .expect(0)
         .mount(&server)
         .await;
-    Mock::given(path("/v1/responses"))
-        .and(header("authorization", "Bearer at-2"))
-        .respond_with(image_stream())
-        .expect(1)
-        .mount(&server)
-        .await;
+    serves_one_image_to(&server, "at-2").await;
     let store = Arc::new(Recorder::default());
     // The other replica swapped rt-1 for rt-2 and saved; this one's directory still has rt-1.
     store.store(
@@ -264,12 +259,7 @@ async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_cred
         .expect(1)
         .mount(&server)
         .await;
-    Mock::given(path("/v1/responses"))
-        .and(header("authorization", "Bearer at-2"))
-        .respond_with(image_stream())
-        .expect(1)
-        .mount(&server)
-        .await;
+    serves_one_image_to(&server, "at-2").await;
     let target = codex_target(&server, first);
     let reply = generate(&upstream_with(&server, &store), &target).await;
     assert!(reply.is_ok(), "not unauthorized: {:?}", reply.err());
@@ -292,12 +282,7 @@ async fn a_refresh_never_overwrites_a_credential_replaced_while_it_ran() {
         .expect(1)
         .mount(&server)
         .await;
-    Mock::given(path("/v1/responses"))
-        .and(header("authorization", "Bearer at-2"))
-        .respond_with(image_stream())
-        .expect(1)
-        .mount(&server)
-        .await;
+    serves_one_image_to(&server, "at-2").await;
     let target = codex_target(&server, first);
     let upstream = upstream_with(&server, &store);
     generate(&upstream, &target).await.unwrap();
@@ -337,12 +322,7 @@ async fn a_refresh_whose_save_failed_is_refreshed_again_and_saved_over_the_crede
         .mount(&server)
         .await;
     for token in ["at-2", "at-3"] {
-        Mock::given(path("/v1/responses"))
-            .and(header("authorization", format!("Bearer {token}")))
-            .respond_with(image_stream())
-            .expect(1)
-            .mount(&server)
-            .await;
+        serves_one_image_to(&server, token).await;
     }
     let upstream = upstream_with(&server, &store);
     let target = codex_target(&server, first);

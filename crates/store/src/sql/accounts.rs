@@ -198,18 +198,45 @@ pub(super) async fn delete_account(pool: &Pool<Db>, id: AccountId) -> StoreResul
     Ok(())
 }
 
-pub(super) async fn account_credential(
-    pool: &Pool<Db>,
-    crypto: &Crypto,
-    id: AccountId,
-) -> StoreResult<Option<Secret>> {
+/// The account's sealed credential as stored (`None`: it has none); `NotFound` without the account.
+async fn sealed_credential(pool: &Pool<Db>, id: AccountId) -> StoreResult<Option<Vec<u8>>> {
     let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as("SELECT credential FROM accounts WHERE id = $1")
         .bind(id.0)
         .fetch_optional(pool)
         .await?;
     let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    Ok(sealed)
+}
+
+/// Writes `sealed` only over `read`, the value just read: a value written meanwhile (sealed with a
+/// fresh nonce, as every value is) never has the same bytes. Whether it did.
+async fn swap_sealed_credential(
+    pool: &Pool<Db>,
+    id: AccountId,
+    read: Vec<u8>,
+    sealed: Vec<u8>,
+) -> StoreResult<bool> {
+    let done =
+        sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1 AND credential = $4")
+            .bind(id.0)
+            .bind(sealed)
+            .bind(Timestamp::now().unix_ms())
+            .bind(read)
+            .execute(pool)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub(super) async fn account_credential(
+    pool: &Pool<Db>,
+    crypto: &Crypto,
+    id: AccountId,
+) -> StoreResult<Option<Secret>> {
     let context = SealContext::account_credential(id);
-    Ok(sealed.map(|bytes| crypto.open(&bytes, &context)).transpose()?)
+    Ok(sealed_credential(pool, id)
+        .await?
+        .map(|bytes| crypto.open(&bytes, &context))
+        .transpose()?)
 }
 
 pub(super) async fn reseal_account_credential(
@@ -217,27 +244,14 @@ pub(super) async fn reseal_account_credential(
     crypto: &Crypto,
     id: AccountId,
 ) -> StoreResult<bool> {
-    let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as("SELECT credential FROM accounts WHERE id = $1")
-        .bind(id.0)
-        .fetch_optional(pool)
-        .await?;
-    let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
-    let Some(sealed) = sealed else {
+    let Some(sealed) = sealed_credential(pool, id).await? else {
         return Ok(false);
     };
-    // Also seals again for its account a value sealed before values were bound to one.
+    // Also seals again for its account a value sealed before values were bound to one. Only over
+    // the value just read: a credential refreshed meanwhile is newer, and already sealed.
     let context = SealContext::account_credential(id);
     let resealed = crypto.seal(&crypto.open(&sealed, &context)?, &context)?;
-    // Only over the value just read: a credential refreshed meanwhile is newer, and already sealed.
-    let done =
-        sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1 AND credential = $4")
-            .bind(id.0)
-            .bind(resealed)
-            .bind(Timestamp::now().unix_ms())
-            .bind(sealed)
-            .execute(pool)
-            .await?;
-    Ok(done.rows_affected() == 1)
+    swap_sealed_credential(pool, id, sealed, resealed).await
 }
 
 pub(super) async fn replace_account_credential(
@@ -247,29 +261,15 @@ pub(super) async fn replace_account_credential(
     previous: &Secret,
     credential: &Secret,
 ) -> StoreResult<bool> {
-    let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as("SELECT credential FROM accounts WHERE id = $1")
-        .bind(id.0)
-        .fetch_optional(pool)
-        .await?;
-    let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
-    let Some(sealed) = sealed else {
+    let Some(sealed) = sealed_credential(pool, id).await? else {
         return Ok(false);
     };
     let context = SealContext::account_credential(id);
     if crypto.open(&sealed, &context)? != *previous {
         return Ok(false);
     }
-    // Only over the value just read (values are sealed with a fresh nonce each time, so a value
-    // written meanwhile never has the same bytes).
-    let done =
-        sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1 AND credential = $4")
-            .bind(id.0)
-            .bind(crypto.seal(credential, &context)?)
-            .bind(Timestamp::now().unix_ms())
-            .bind(sealed)
-            .execute(pool)
-            .await?;
-    Ok(done.rows_affected() == 1)
+    let replacement = crypto.seal(credential, &context)?;
+    swap_sealed_credential(pool, id, sealed, replacement).await
 }
 
 pub(super) async fn update_account_credential(

@@ -9,7 +9,8 @@ use imagegate_upstream::{
     Upstream, UpstreamCall, UpstreamConfig,
 };
 use serde_json::{Value, json};
-use wiremock::{MockServer, ResponseTemplate};
+use wiremock::matchers::{header, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::{DEADLINE, generation, json_body, now_ms, prompt_only};
 
@@ -132,6 +133,17 @@ pub fn image_stream() -> ResponseTemplate {
         .map(|frame| format!("event: {}\ndata: {frame}\n\n", frame["type"].as_str().unwrap()))
         .collect();
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+/// Mounts a Responses endpoint that answers one call with `Bearer <token>` with an image, and
+/// expects exactly that one.
+pub async fn serves_one_image_to(server: &MockServer, token: &str) {
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", format!("Bearer {token}")))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(server)
+        .await;
 }
 
 pub fn unauthorized() -> ResponseTemplate {
