@@ -54,6 +54,21 @@ impl<T> LeaseTable<T> {
     }
 
     /// The live lease `id`.
+    pub(crate) fn get(&self, id: LeaseId) -> Option<&T> {
+        let (index, generation) = split(id);
+        let entry = self.entries.get(index)?;
+        if entry.generation != generation {
+            return None;
+        }
+        entry.value.as_ref()
+    }
+
+    /// Live leases held.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len() - self.free.len()
+    }
+
+    /// The live lease `id`, to change it.
     pub(crate) fn get_mut(&mut self, id: LeaseId) -> Option<&mut T> {
         let (index, generation) = split(id);
         let entry = self.entries.get_mut(index)?;
@@ -91,6 +106,9 @@ mod tests {
         assert_eq!(table.remove(first), None);
         assert_eq!(table.get_mut(first), None);
         assert_eq!(table.get_mut(second).copied(), Some("b"));
+        assert_eq!(table.get(first), None);
+        assert_eq!(table.get(second).copied(), Some("b"));
+        assert_eq!(table.len(), 1);
         assert_eq!(table.remove(LeaseId(u64::MAX)), None);
     }
 }

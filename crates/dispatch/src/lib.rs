@@ -91,6 +91,7 @@ mod clock;
 mod degradation;
 mod dispatcher;
 mod error;
+mod expiry_queue;
 mod fallback;
 mod fallback_keys;
 mod key_limits;

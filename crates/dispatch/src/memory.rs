@@ -1,6 +1,6 @@
 //! In-memory pool state for a single gateway process.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use crate::account::{AccountId, SizeClass};
 use crate::clock::UnixMillis;
 use crate::error::StateError;
+use crate::expiry_queue::ExpiryQueue;
 use crate::lease_table::LeaseTable;
 use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
 use crate::room::RoomIndex;
@@ -38,12 +39,13 @@ struct Inner {
     memberships: Vec<Vec<(usize, usize)>>,
     slot_cache: HashMap<usize, SlotCache>,
     leases: LeaseTable<LeaseRecord>,
-    expiries: BTreeSet<(UnixMillis, LeaseId)>,
+    expiries: ExpiryQueue,
     rng: fastrand::Rng,
 }
 
 /// Table slots of one candidate list, in its order. The weak reference keeps the list's address
-/// from being reused while the entry exists, so the address identifies the list.
+/// from being reused while the entry exists (an `Arc`'s allocation is freed only when its last
+/// weak reference is), so the address identifies the list.
 #[derive(Debug)]
 struct SlotCache {
     list: Weak<RankedCandidates>,
@@ -79,7 +81,7 @@ impl MemoryPoolState {
             memberships: Vec::new(),
             slot_cache: HashMap::new(),
             leases: LeaseTable::default(),
-            expiries: BTreeSet::new(),
+            expiries: ExpiryQueue::default(),
             rng,
         };
         Self {
@@ -139,14 +141,10 @@ impl Inner {
     /// The cache key of `list`, filling the cache on first sight.
     fn cache_slots(&mut self, list: &Arc<RankedCandidates>) -> usize {
         let key = Arc::as_ptr(list).addr();
-        // An address can be reused by a new list once the old one is freed: trust the cached
-        // entry only if it still points at this very list.
-        let current = self
-            .slot_cache
-            .get(&key)
-            .and_then(|cached| cached.list.upgrade())
-            .is_some_and(|cached| Arc::ptr_eq(&cached, list));
-        if !current {
+        // An entry's weak reference keeps its list's allocation, and so its address, from being
+        // reused (a freed list's memory stays until its weak references are gone): an entry at
+        // this address is this very list's.
+        if !self.slot_cache.contains_key(&key) {
             let slots: Vec<usize> = list.entries().iter().map(|c| self.slot_of(&c.id)).collect();
             let loads = &self.loads;
             let room = RoomIndex::new(list, |position| {
@@ -156,8 +154,8 @@ impl Inner {
                     .map(|load| load.in_flight)
                     .unwrap_or_default()
             });
-            // A stale entry at `key` belongs to a freed list (two live lists cannot share an
-            // address), so this drops it too, and with it its memberships below.
+            // The entries of lists freed since (a new configuration replaced them) go now, and
+            // with them their memberships below.
             self.slot_cache.retain(|_, cached| cached.list.strong_count() > 0);
             let live = &self.slot_cache;
             for lists in &mut self.memberships {
@@ -201,11 +199,15 @@ impl Inner {
     }
 
     fn purge_expired(&mut self, now: UnixMillis) {
-        while let Some(&(expires_at, id)) = self.expiries.first() {
-            if expires_at > now {
-                break;
+        while let Some((expires_at, id)) = self.expiries.pop_due(now) {
+            // An entry left by a release or a renewal is not the lease's expiry any more.
+            if self
+                .leases
+                .get(id)
+                .is_some_and(|record| record.expires_at == expires_at)
+            {
+                self.release(id);
             }
-            self.release(id);
         }
     }
 
@@ -213,8 +215,18 @@ impl Inner {
         let Some(record) = self.leases.remove(id) else {
             return;
         };
-        self.expiries.remove(&(record.expires_at, id));
         self.add_in_flight(record.slot, record.class, -1);
+        self.sweep_expiries();
+    }
+
+    /// Drops the expiry entries of released and renewed leases once they outnumber the live ones.
+    fn sweep_expiries(&mut self) {
+        let leases = &self.leases;
+        self.expiries.sweep_if_stale(leases.len(), |expires_at, id| {
+            leases
+                .get(id)
+                .is_some_and(|record| record.expires_at == expires_at)
+        });
     }
 
     fn acquire(&mut self, request: &AcquireRequest) -> Acquire {
@@ -260,7 +272,7 @@ impl Inner {
         }) else {
             return Acquire::Busy;
         };
-        self.expiries.insert((expires_at, id));
+        self.expiries.push(expires_at, id);
         self.add_in_flight(slot, request.class, 1);
         Acquire::Granted(LeaseGrant {
             id,
@@ -279,7 +291,7 @@ impl Inner {
             class,
             expires_at,
         })?;
-        self.expiries.insert((expires_at, id));
+        self.expiries.push(expires_at, id);
         self.add_in_flight(slot, class, 1);
         Some(id)
     }
@@ -287,11 +299,10 @@ impl Inner {
     fn renew(&mut self, id: LeaseId, ttl: Duration, now: UnixMillis) -> Option<UnixMillis> {
         self.purge_expired(now);
         let record = self.leases.get_mut(id)?;
-        let old = record.expires_at;
         record.expires_at = now.plus(ttl);
         let new = record.expires_at;
-        self.expiries.remove(&(old, id));
-        self.expiries.insert((new, id));
+        self.expiries.push(new, id);
+        self.sweep_expiries();
         Some(new)
     }
 }

@@ -69,6 +69,60 @@ fn an_expired_lease_gives_its_room_back() {
 }
 
 #[test]
+fn a_renewed_lease_outlives_its_first_expiry_and_a_released_one_leaves_nothing_to_expire() {
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(2, 2)];
+    let group = list("g", &specs);
+    let state = MemoryPoolState::with_seed(CooldownPolicy::default(), 3);
+    let renewed = granted(state.lock().acquire(&request(&group)));
+    let released = granted(state.lock().acquire(&request(&group)));
+    let later = NOW.plus(Duration::from_secs(30));
+    assert!(
+        state
+            .lock()
+            .renew(renewed.id, Duration::from_secs(60), later)
+            .is_some()
+    );
+    state.lock().release(released.id);
+    // The slab entry of the released lease is taken by a new lease expiring later.
+    let reused = granted(state.lock().acquire(&AcquireRequest {
+        lease_ttl: Duration::from_secs(120),
+        ..request(&group)
+    }));
+    state.lock().purge_expired(NOW.plus(Duration::from_secs(61)));
+    assert!(with_room(&state, &group).is_empty(), "both leases are still held");
+    assert!(state.lock().leases.get(reused.id).is_some());
+    state.lock().purge_expired(later.plus(Duration::from_secs(61)));
+    assert_eq!(
+        with_room(&state, &group),
+        ["a"],
+        "the renewed lease expired at its new time"
+    );
+    state.lock().purge_expired(NOW.plus(Duration::from_secs(121)));
+    assert!(state.lock().leases.get(reused.id).is_none());
+}
+
+#[test]
+fn released_and_renewed_leases_do_not_pile_up_in_the_expiry_queue() {
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(4, 4)];
+    let group = list("g", &specs);
+    let state = MemoryPoolState::with_seed(CooldownPolicy::default(), 3);
+    let held = granted(state.lock().acquire(&request(&group)));
+    for round in 0..10_000_u64 {
+        let grant = granted(state.lock().acquire(&request(&group)));
+        state.lock().release(grant.id);
+        let now = NOW.plus(Duration::from_millis(round));
+        assert!(
+            state
+                .lock()
+                .renew(held.id, Duration::from_secs(60), now)
+                .is_some()
+        );
+    }
+    let queued = state.lock().expiries.len();
+    assert!(queued <= 2 + 64, "{queued} entries for one live lease");
+}
+
+#[test]
 fn a_new_list_starts_from_the_leases_held_and_dropped_lists_leave_no_memberships() {
     let specs = [AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(1, 1)];
     let old = list("g", &specs);

@@ -26,7 +26,15 @@ const ABSENT: u32 = u32::MAX;
 pub(crate) struct RoomIndex {
     positions: Vec<Position>,
     /// Per band: the positions with room, per class ([`class_index`]).
-    bands: Vec<[Vec<u32>; 2]>,
+    bands: Vec<[Vec<Room>; 2]>,
+}
+
+/// A list position with room for a class, with its limit for that class, so a pick reads the
+/// candidate list only for exclusions.
+#[derive(Debug, Clone, Copy)]
+struct Room {
+    position: u32,
+    limit: u32,
 }
 
 /// A list position: its band, its limits, and where it sits in its band's room lists.
@@ -82,7 +90,8 @@ impl RoomIndex {
         let Some(entry) = self.positions.get(position) else {
             return;
         };
-        let has_room = used < entry.limits.for_class(class);
+        let limit = entry.limits.for_class(class);
+        let has_room = used < limit;
         let at = entry.at.get(which).copied().unwrap_or(ABSENT);
         let band = entry.band;
         let Some(room) = self.bands.get_mut(band).and_then(|b| b.get_mut(which)) else {
@@ -96,7 +105,10 @@ impl RoomIndex {
                 let Ok(stored) = u32::try_from(position) else {
                     return;
                 };
-                room.push(stored);
+                room.push(Room {
+                    position: stored,
+                    limit,
+                });
                 self.set_at(position, which, slot);
             }
             (false, false) => {
@@ -106,7 +118,7 @@ impl RoomIndex {
                 }
                 room.swap_remove(slot);
                 if let Some(&moved) = room.get(slot) {
-                    self.set_at(moved as usize, which, at);
+                    self.set_at(moved.position as usize, which, at);
                 }
                 self.set_at(position, which, ABSENT);
             }
@@ -141,12 +153,17 @@ impl RoomIndex {
             }
             let offset = rng.below(room.len());
             let rotated = room.get(offset..).into_iter().chain(room.get(..offset)).flatten();
-            for &position in rotated {
-                let index = position as usize;
-                let Some(candidate) = list.entries().get(index) else {
+            for room in rotated {
+                let index = room.position as usize;
+                if index >= list.len() {
                     continue;
+                }
+                let excluded = || {
+                    list.entries()
+                        .get(index)
+                        .is_some_and(|candidate| query.exclude.contains(&candidate.id))
                 };
-                if walk.visit(index, candidate, query, |_| load(index)) == Visit::Stop {
+                if walk.visit(index, room.limit, query, excluded, || load(index)) == Visit::Stop {
                     break;
                 }
             }
@@ -160,11 +177,11 @@ impl RoomIndex {
     /// The positions with room in `band` for `class` (tests).
     #[cfg(test)]
     pub(crate) fn room(&self, band: usize, class: SizeClass) -> Vec<u32> {
-        let mut room = self
+        let mut room: Vec<u32> = self
             .bands
             .get(band)
             .and_then(|b| b.get(class_index(class)))
-            .cloned()
+            .map(|room| room.iter().map(|r| r.position).collect())
             .unwrap_or_default();
         room.sort_unstable();
         room

@@ -270,7 +270,9 @@ pub fn select(
                 continue;
             };
             let index = start + position;
-            if walk.visit(index, candidate, query, |c| lookup(index, c)) == Visit::Stop {
+            let limit = candidate.limits.for_class(query.class);
+            let excluded = || query.exclude.contains(&candidate.id);
+            if walk.visit(index, limit, query, excluded, || lookup(index, candidate)) == Visit::Stop {
                 break;
             }
         }
@@ -299,20 +301,22 @@ pub(crate) enum Visit {
 }
 
 impl Walk {
-    /// Considers the candidate at `index`; `load` reads its state (none: idle and healthy), only
-    /// when the candidate is not already ruled out by its limit or the exclusions.
+    /// Considers the candidate at `index`, whose limit for the query's class is `limit`;
+    /// `excluded` tells whether the query excludes it (asked only when it excludes any), `load`
+    /// reads its state (none: idle and healthy) only when it is not already ruled out by its limit
+    /// or the exclusions.
     pub(crate) fn visit(
         &mut self,
         index: usize,
-        candidate: &Candidate,
+        limit: u32,
         query: &SelectionQuery<'_>,
-        load: impl FnOnce(&Candidate) -> Option<AccountLoad>,
+        excluded: impl FnOnce() -> bool,
+        load: impl FnOnce() -> Option<AccountLoad>,
     ) -> Visit {
-        let limit = candidate.limits.for_class(query.class);
-        if limit == 0 || (!query.exclude.is_empty() && query.exclude.contains(&candidate.id)) {
+        if limit == 0 || (!query.exclude.is_empty() && excluded()) {
             return Visit::Continue;
         }
-        let account = load(candidate).unwrap_or_default();
+        let account = load().unwrap_or_default();
         if !account.usable {
             return Visit::Continue;
         }
