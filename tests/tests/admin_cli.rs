@@ -139,6 +139,70 @@ async fn groups_accounts_and_keys_are_managed_from_the_cli() {
 }
 
 #[tokio::test]
+async fn a_restricted_group_refuses_the_keys_of_users_outside_it() {
+    let s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
+    let dir = s.dir.path();
+    admin(dir, &["users", "add", "carol"]);
+    let status_for = |key: String| {
+        let request = s
+            .client
+            .post(s.gateway.v1("/images/generations"))
+            .bearer_auth(key)
+            .json(&generation());
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(
+        status_for(s.key.clone()).await,
+        200,
+        "alice's key, the group open"
+    );
+
+    let unknown = admin_output(
+        dir,
+        &["groups", "restrict", "default", "--members", "nobody"],
+        "",
+        &[],
+    );
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no user named \"nobody\""));
+    admin(dir, &["groups", "restrict", "default", "--members", "carol"]);
+    let listed = admin(dir, &["groups", "list"]);
+    assert!(listed.contains("default\tmembers: carol"), "{listed}");
+
+    // Alice is no member: she gets no new key, and the one she has is refused (the gateway
+    // re-reads a key within 1 s).
+    let refused = admin_output(
+        dir,
+        &["keys", "create", "--user", "alice", "--group", "default"],
+        "",
+        &[],
+    );
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("open to its members only"), "{said}");
+    let carols = admin(dir, &["keys", "create", "--user", "carol"])
+        .trim()
+        .to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(
+        status_for(s.key.clone()).await,
+        401,
+        "alice's key, the group restricted"
+    );
+    assert_eq!(status_for(carols.clone()).await, 200, "carol's key, a member");
+
+    admin(dir, &["groups", "open", "default"]);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(
+        status_for(s.key.clone()).await,
+        200,
+        "alice's key, the group open again"
+    );
+    let listed = admin(dir, &["groups", "list"]);
+    assert!(listed.contains("default\tevery user"), "{listed}");
+}
+
+#[tokio::test]
 async fn per_key_limits_refuse_with_retry_after() {
     let s = setup_custom(&["--latency-ms", "800"], &[("acct-a", &["--tier", "pro"])], &[]);
     let dir = s.dir.path();

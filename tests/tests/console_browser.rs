@@ -146,12 +146,40 @@ async fn console_in_a_browser() {
     assert!(flash.contains("1024x1024"), "{flash}");
     screenshot(&chrome, "console-admin-accounts.png").await;
 
+    // A new group open to its members only (none yet): bob is not offered it below.
+    chrome.client.goto(&format!("{base}/admin/groups")).await.unwrap();
+    chrome.fill("#group-name", "vip").await;
+    chrome
+        .click("form[action='/admin/groups'] button[type=submit]")
+        .await;
+    chrome.wait_for_text(".flash", "Group “vip” added.").await;
+    chrome.click("details[data-group='vip'] summary").await;
+    chrome
+        .click("details[data-group='vip'] input[value=members]")
+        .await;
+    chrome
+        .click("details[data-group='vip'] button[type=submit]")
+        .await;
+    chrome
+        .wait_for_text(
+            ".flash",
+            "Group “vip” is now open to its 0 member(s) and the admins",
+        )
+        .await;
+    assert!(chrome.source().await.contains("members (none yet), and admins"));
+    chrome.client.goto(&format!("{base}/keys")).await.unwrap();
+    assert!(
+        chrome.source().await.contains(">vip</option>"),
+        "admins may use every group"
+    );
+
     // Sign out; a second user sees none of root's keys and no admin page.
     chrome.click(".signout button[type=submit]").await;
     chrome.wait_for_path("/login").await;
     chrome.login(&base, "bob", BOB_PASSWORD).await;
     let page = chrome.source().await;
     assert!(page.contains("You have no keys yet."));
+    assert!(page.contains(">default</option>") && !page.contains(">vip</option>"));
     assert!(!page.contains("browser-test") && !page.contains(&key[..18]));
     chrome
         .client

@@ -77,6 +77,7 @@ impl ConsoleError {
                 "The form was missing its security token or it has expired. Go back, reload the page and try again."
                     .to_owned(),
             ),
+            Self::Store(StoreError::Forbidden(detail)) => (StatusCode::FORBIDDEN, "Not allowed", detail.clone()),
             Self::BadRequest(detail) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
             Self::Store(StoreError::Invalid(detail)) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
             _ if self.is_unavailable() => (

@@ -128,6 +128,7 @@ pub fn router(state: ConsoleState) -> Router {
             "/admin/groups",
             get(pages::admin_groups::list).post(pages::admin_groups::create),
         )
+        .route("/admin/groups/{id}/access", post(pages::admin_groups::set_access))
         .route(
             "/admin/users",
             get(pages::admin_users::list).post(pages::admin_users::create),

@@ -10,8 +10,10 @@ use imagegate_dispatch::{
     AccountSnapshot, AccountStatus as PoolStatus, ClassCounts, ClassLimits, CooldownKind, CooldownView,
     LastError, LimitScope, PoolSnapshot, Tier, UnixMillis,
 };
-use imagegate_store::{AccountId, AccountKind, AccountStatus, AccountTier, NewAccount, Secret, Timestamp};
-use support::Console;
+use imagegate_store::{
+    AccountId, AccountKind, AccountStatus, AccountTier, KeyLimits, NewAccount, NewApiKey, Secret, Timestamp,
+};
+use support::{Console, unescape};
 
 const ADMIN_PAGES: [&str; 6] = [
     "/admin/accounts",
@@ -37,11 +39,13 @@ async fn non_admins_get_403_on_every_admin_page_and_action() {
         "/admin/users",
         "/admin/accounts",
         "/admin/accounts/1/test",
+        "/admin/groups/1/access",
     ] {
         let reply = console.submit(&browser, action, &[("name", "sneaky")]).await;
         assert_eq!(reply.status, StatusCode::FORBIDDEN, "{action}");
     }
     assert!(console.store.group_by_name("sneaky").await.unwrap().is_none());
+    assert!(!console.store.default_group().await.unwrap().restricted);
     assert!(console.store.user_by_name("sneaky").await.unwrap().is_none());
     assert!(console.backend.tested_accounts().is_empty());
     // Signed out: to the login page, not a 403.
@@ -458,6 +462,110 @@ async fn groups_can_be_added_once() {
             .await
             .body
             .contains("A group named “vip” already exists.")
+    );
+}
+
+#[tokio::test]
+async fn an_admin_opens_a_group_to_chosen_members_only() {
+    let console = Console::new().await;
+    console.user("root", "root-password", true).await;
+    let carol = console.user("carol", "carol-password", false).await;
+    let dave = console.user("dave", "dave-password", false).await;
+    let vip = console.store.create_group("vip").await.unwrap();
+    let carols = console
+        .store
+        .create_key(NewApiKey {
+            user_id: carol.id,
+            group_id: vip.id,
+            name: "carol-vip".into(),
+            limits: KeyLimits::default(),
+            fallback_ladder: false,
+        })
+        .await
+        .unwrap();
+    let admin = console.login("root", "root-password").await;
+    let page = console.get("/admin/groups", Some(&admin.cookie)).await;
+    assert!(page.body.contains("every user"));
+    assert!(
+        page.body
+            .contains(&format!("name=\"members\" value=\"{}\"", dave.id))
+    );
+    assert!(
+        !page.body.contains("> root</label>"),
+        "admins are not offered as members"
+    );
+
+    let access = format!("/admin/groups/{}/access", vip.id);
+    let dave_id = dave.id.to_string();
+    let reply = console
+        .submit(&admin, &access, &[("access", "members"), ("members", &dave_id)])
+        .await;
+    let page = unescape(&console.follow(&reply, &admin).await.body);
+    assert!(
+        page.contains("Group “vip” is now open to its 1 member(s) and the admins"),
+        "{page}"
+    );
+    assert!(page.contains("members: dave, and admins"), "{page}");
+    assert!(console.store.group(vip.id).await.unwrap().restricted);
+    assert_eq!(console.store.group_members(vip.id).await.unwrap(), [dave.id]);
+    assert!(
+        console
+            .store
+            .authenticate(carols.key.expose())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        console
+            .backend
+            .invalidated_keys()
+            .contains(&carols.record.public_id),
+        "the group's keys are dropped from this replica's cache"
+    );
+
+    // Bad forms change nothing.
+    for (form, said) in [
+        (vec![("access", "everyone")], "Choose who may use the group."),
+        (
+            vec![("access", "members"), ("members", "99999")],
+            "The form named an unknown user.",
+        ),
+        (
+            vec![("access", "members"), ("members", "carol")],
+            "The form named an unknown user.",
+        ),
+    ] {
+        let reply = console.submit(&admin, &access, &form).await;
+        let page = unescape(&console.follow(&reply, &admin).await.body);
+        assert!(page.contains(said), "{form:?}: {page}");
+        assert_eq!(
+            console.store.group_members(vip.id).await.unwrap(),
+            [dave.id],
+            "{form:?}"
+        );
+        assert!(console.store.group(vip.id).await.unwrap().restricted, "{form:?}");
+    }
+    let missing = console
+        .submit(&admin, "/admin/groups/99999/access", &[("access", "open")])
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+    // Opened again, with its members kept for next time.
+    let reply = console
+        .submit(&admin, &access, &[("access", "open"), ("members", &dave_id)])
+        .await;
+    let page = unescape(&console.follow(&reply, &admin).await.body);
+    assert!(page.contains("Group “vip” is open to every user."), "{page}");
+    assert!(!console.store.group(vip.id).await.unwrap().restricted);
+    assert_eq!(console.store.group_members(vip.id).await.unwrap(), [dave.id]);
+    assert!(
+        console
+            .store
+            .authenticate(carols.key.expose())
+            .await
+            .unwrap()
+            .is_some()
     );
 }
 

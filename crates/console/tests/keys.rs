@@ -334,3 +334,63 @@ async fn posts_without_the_right_csrf_token_are_refused() {
     assert_eq!(anonymous.status, StatusCode::SEE_OTHER);
     assert_eq!(anonymous.location(), "/login");
 }
+
+#[tokio::test]
+async fn a_restricted_group_is_offered_and_usable_only_by_its_members() {
+    let console = Console::new().await;
+    let alice = console.user("alice", "alice-password", false).await;
+    let bob = console.user("bob", "bob-password", false).await;
+    let vip = console.store.create_group("vip").await.unwrap();
+    let option = format!("<option value=\"{}\"", vip.id);
+    let alice_browser = console.login("alice", "alice-password").await;
+    // Open: offered to Alice, and she makes a key in it.
+    assert!(
+        console
+            .get("/keys", Some(&alice_browser.cookie))
+            .await
+            .body
+            .contains(&option)
+    );
+    let made = console
+        .submit(
+            &alice_browser,
+            "/keys",
+            &[("name", "vip-key"), ("group", &vip.id.to_string())],
+        )
+        .await;
+    let page = console.follow(&made, &alice_browser).await;
+    assert!(full_key(&page.body).is_some(), "{}", page.body);
+
+    console.store.set_group_restricted(vip.id, true).await.unwrap();
+    console.store.set_group_members(vip.id, &[bob.id]).await.unwrap();
+    // Restricted to Bob: Alice is not offered it, a forged form is refused, and her key is marked.
+    let page = console.get("/keys", Some(&alice_browser.cookie)).await;
+    assert!(!page.body.contains(&option), "{}", page.body);
+    assert!(page.body.contains("closed to you: the key is refused"));
+    let forged = console
+        .submit(
+            &alice_browser,
+            "/keys",
+            &[("name", "sneaky"), ("group", &vip.id.to_string())],
+        )
+        .await;
+    let page = unescape(&console.follow(&forged, &alice_browser).await.body);
+    assert!(page.contains("That group is open to its members only"), "{page}");
+    let alices = console.store.list_keys(Some(alice.id)).await.unwrap();
+    assert_eq!(alices.len(), 1, "no key made in the restricted group: {alices:?}");
+
+    let bob_browser = console.login("bob", "bob-password").await;
+    let page = console.get("/keys", Some(&bob_browser.cookie)).await;
+    assert!(page.body.contains(&option));
+    let made = console
+        .submit(
+            &bob_browser,
+            "/keys",
+            &[("name", "bob-vip"), ("group", &vip.id.to_string())],
+        )
+        .await;
+    let page = console.follow(&made, &bob_browser).await;
+    let key = full_key(&page.body).expect("bob's key shown");
+    assert!(console.store.authenticate(&key).await.unwrap().is_some());
+    assert!(!page.body.contains("closed to you"));
+}

@@ -15,6 +15,9 @@ pub enum StoreError {
     /// A unique name is already taken, or the change conflicts with the entity's state.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The user may not do this: a key in a restricted group they are not a member of.
+    #[error("not allowed: {0}")]
+    Forbidden(String),
     /// The input was rejected before reaching the database (empty name, zero limit, ...).
     #[error("invalid input: {0}")]
     Invalid(String),
@@ -67,6 +70,7 @@ impl StoreError {
                 let target = match what {
                     "api key" => "user or group",
                     "account group" => "group",
+                    "group member" => "user",
                     _ => "referenced row",
                 };
                 return Self::not_found(target, format!("referenced by the new {what}"));

@@ -16,19 +16,33 @@ use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Mig
 pub(crate) struct Embedded(&'static [(i64, &'static str, &'static str)]);
 
 /// The SQLite schema.
-pub(crate) const SQLITE: Embedded = Embedded(&[(
-    1,
-    "initial",
-    include_str!("../migrations/sqlite/0001_initial.sql"),
-)]);
+pub(crate) const SQLITE: Embedded = Embedded(&[
+    (
+        1,
+        "initial",
+        include_str!("../migrations/sqlite/0001_initial.sql"),
+    ),
+    (
+        2,
+        "group access",
+        include_str!("../migrations/sqlite/0002_group_access.sql"),
+    ),
+]);
 
 /// The PostgreSQL schema.
 #[cfg(feature = "postgres")]
-pub(crate) const POSTGRES: Embedded = Embedded(&[(
-    1,
-    "initial",
-    include_str!("../migrations/postgres/0001_initial.sql"),
-)]);
+pub(crate) const POSTGRES: Embedded = Embedded(&[
+    (
+        1,
+        "initial",
+        include_str!("../migrations/postgres/0001_initial.sql"),
+    ),
+    (
+        2,
+        "group access",
+        include_str!("../migrations/postgres/0002_group_access.sql"),
+    ),
+]);
 
 impl Embedded {
     /// A migrator that applies these migrations and, during a rolling upgrade or a rollback,

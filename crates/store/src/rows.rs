@@ -86,15 +86,20 @@ row_struct! {
     pub(crate) struct GroupRow {
         id: i64,
         name: String,
+        restricted: bool,
         created_at: i64,
     }
 }
+
+/// The columns of [`GroupRow`], in its order.
+pub(crate) const GROUP_COLUMNS: &str = "id, name, restricted, created_at";
 
 impl From<GroupRow> for Group {
     fn from(row: GroupRow) -> Self {
         Group {
             id: GroupId(row.id),
             name: row.name,
+            restricted: row.restricted,
             created_at: Timestamp::from_unix_ms(row.created_at),
         }
     }

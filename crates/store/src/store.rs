@@ -57,11 +57,25 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             .await?
             .ok_or_else(|| crate::StoreError::not_found("group", crate::DEFAULT_GROUP))
     }
+    /// Opens a group to every user, or restricts it to its members and admins. Keys of users who
+    /// lose the right stop authenticating (within a [`KeyCache`](crate::KeyCache)'s ttl on other
+    /// replicas).
+    async fn set_group_restricted(&self, id: GroupId, restricted: bool) -> StoreResult<Group>;
+    /// The members of a group, by user id (they matter while it is restricted).
+    async fn group_members(&self, id: GroupId) -> StoreResult<Vec<UserId>>;
+    /// Replaces the members of a group, in one transaction.
+    async fn set_group_members(&self, id: GroupId, members: &[UserId]) -> StoreResult<()>;
+    /// Whether `user` may hold and use keys in `group`: it is open, or the user is an admin or a
+    /// member. `false` for a user or group that does not exist.
+    async fn may_use_group(&self, user: UserId, group: GroupId) -> StoreResult<bool>;
+    /// The groups `user` may use, by id.
+    async fn groups_for(&self, user: UserId) -> StoreResult<Vec<Group>>;
 
     // ---- API keys ----
 
     /// Creates a key. The full key text is in the result and nowhere else: only a SHA-256 of
-    /// its secret is stored.
+    /// its secret is stored. [`Forbidden`](crate::StoreError::Forbidden) if its user may not use
+    /// its group ([`Store::may_use_group`]).
     async fn create_key(&self, key: NewApiKey) -> StoreResult<NewKey>;
     /// A key by id (deleted keys included).
     async fn key(&self, id: KeyId) -> StoreResult<ApiKeyRecord>;

@@ -1,6 +1,6 @@
 //! `/keys`: the signed-in user's API keys.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -23,6 +23,8 @@ struct KeyRow {
     name: String,
     prefix: String,
     group: String,
+    /// Its group is restricted and the user is no longer a member: the gateway refuses the key.
+    group_closed: bool,
     created: String,
     last_used: String,
     status: &'static str,
@@ -100,8 +102,15 @@ pub(crate) async fn list(
     mut me: SignedIn,
 ) -> PageResult {
     let layout = me.layout(&state, "API keys", "keys").await?;
-    let groups = state.store.list_groups().await?;
-    let group_names: HashMap<GroupId, String> = groups.iter().map(|g| (g.id, g.name.clone())).collect();
+    let group_names: HashMap<GroupId, String> = state
+        .store
+        .list_groups()
+        .await?
+        .into_iter()
+        .map(|g| (g.id, g.name))
+        .collect();
+    let groups = state.store.groups_for(me.user.id).await?;
+    let usable: HashSet<GroupId> = groups.iter().map(|g| g.id).collect();
     let now = imagegate_store::Timestamp::now();
     let keys = state
         .store
@@ -115,6 +124,7 @@ pub(crate) async fn list(
                 .get(&k.group_id)
                 .cloned()
                 .unwrap_or_else(|| format!("#{}", k.group_id)),
+            group_closed: !usable.contains(&k.group_id),
             created: dates::minute(k.created_at),
             last_used: k
                 .last_used_at
@@ -205,6 +215,14 @@ pub(crate) async fn create(
                 key: created.key,
             };
             me.redirect_revealing(&state, reveal, flash, "/keys").await
+        }
+        Err(StoreError::Forbidden(_)) => {
+            me.redirect_with(
+                &state,
+                Flash::error("That group is open to its members only: ask an administrator to add you."),
+                "/keys",
+            )
+            .await
         }
         Err(StoreError::Invalid(msg) | StoreError::Conflict(msg)) => {
             me.redirect_with(

@@ -84,10 +84,41 @@ pub async fn groups(store: &Arc<dyn Store>, command: GroupsCommand) -> Result<()
             if json {
                 println!("{}", serde_json::to_string_pretty(&groups)?);
             } else {
+                let users = store.list_users().await?;
                 for group in groups {
-                    println!("{}\t{}", group.id, group.name);
+                    let open_to = if group.restricted {
+                        let members = store.group_members(group.id).await?;
+                        let names: Vec<&str> = users
+                            .iter()
+                            .filter(|u| members.contains(&u.id))
+                            .map(|u| u.name.as_str())
+                            .collect();
+                        format!("members: {}", names.join(","))
+                    } else {
+                        "every user".to_owned()
+                    };
+                    println!("{}\t{}\t{open_to}", group.id, group.name);
                 }
             }
+        }
+        GroupsCommand::Restrict { name, members } => {
+            let group = group_named(store, &name).await?;
+            if let Some(members) = members {
+                let mut ids = Vec::with_capacity(members.len());
+                for member in members.iter().map(|m| m.trim()).filter(|m| !m.is_empty()) {
+                    let user = store
+                        .user_by_name(member)
+                        .await?
+                        .ok_or_else(|| AdminError::Usage(format!("no user named {member:?}")))?;
+                    ids.push(user.id);
+                }
+                store.set_group_members(group, &ids).await?;
+            }
+            store.set_group_restricted(group, true).await?;
+        }
+        GroupsCommand::Open { name } => {
+            let group = group_named(store, &name).await?;
+            store.set_group_restricted(group, false).await?;
         }
     }
     Ok(())

@@ -91,11 +91,20 @@ pub enum UsersCommand {
 pub enum GroupsCommand {
     /// Add a group.
     Add { name: String },
-    /// List groups.
+    /// List groups, with who may use them.
     List {
         #[arg(long)]
         json: bool,
     },
+    /// Open a group to its members and the admins only: other users' keys in it are refused.
+    Restrict {
+        name: String,
+        /// Comma-separated user names that become its members (replacing the old ones).
+        #[arg(long, value_delimiter = ',')]
+        members: Option<Vec<String>>,
+    },
+    /// Open a group to every user (its members are kept for a later `restrict`).
+    Open { name: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -160,12 +160,18 @@ impl fmt::Debug for NewUser {
 }
 
 /// A routing group: keys belong to one group and may use the accounts of that group.
+///
+/// Who may hold keys in it: every user when it is open; its members and admins when it is
+/// `restricted` ([`crate::Store::may_use_group`]). A key whose user loses the right stops
+/// authenticating; it is not deleted, so it works again if the right comes back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Group {
     /// Its id.
     pub id: GroupId,
     /// Unique name; the migrations create [`DEFAULT_GROUP`].
     pub name: String,
+    /// Open only to its members (and admins) rather than to every user.
+    pub restricted: bool,
     /// When it was created.
     pub created_at: Timestamp,
 }

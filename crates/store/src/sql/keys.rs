@@ -2,7 +2,7 @@
 
 use sqlx::Pool;
 
-use super::Db;
+use super::{Db, users};
 use crate::error::{StoreError, StoreResult};
 use crate::keys::{generate_key, parse_key, verify_secret};
 use crate::model::{
@@ -23,6 +23,7 @@ fn check_limits(limits: &KeyLimits) -> StoreResult<()> {
 pub(super) async fn create_key(pool: &Pool<Db>, new: NewApiKey) -> StoreResult<NewKey> {
     check_name("key", &new.name)?;
     check_limits(&new.limits)?;
+    users::check_group_use(pool, new.user_id, new.group_id).await?;
     let generated = generate_key()?;
     let sql = format!(
         "INSERT INTO api_keys (public_id, secret_sha256, user_id, group_id, name, status, \
@@ -166,8 +167,11 @@ pub(super) async fn authenticate(pool: &Pool<Db>, presented: &str) -> StoreResul
     if !verify_secret(parsed.secret, &row.secret_sha256) {
         return Ok(None);
     }
-    let context = row.into_record_and_context()?;
-    Ok((context.0 == KeyStatus::Active).then_some(context.1))
+    let (status, context) = row.into_record_and_context()?;
+    if status != KeyStatus::Active || !users::may_use_group(pool, context.user_id, context.group_id).await? {
+        return Ok(None);
+    }
+    Ok(Some(context))
 }
 
 pub(super) async fn touch_keys(pool: &Pool<Db>, uses: &[KeyUse]) -> StoreResult<()> {

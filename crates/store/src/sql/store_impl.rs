@@ -70,6 +70,26 @@ impl Store for BackendStore {
         users::list_groups(&self.pool).await
     }
 
+    async fn set_group_restricted(&self, id: GroupId, restricted: bool) -> StoreResult<Group> {
+        users::set_group_restricted(&self.pool, id, restricted).await
+    }
+
+    async fn group_members(&self, id: GroupId) -> StoreResult<Vec<UserId>> {
+        users::group_members(&self.pool, id).await
+    }
+
+    async fn set_group_members(&self, id: GroupId, members: &[UserId]) -> StoreResult<()> {
+        users::set_group_members(&self.pool, id, members).await
+    }
+
+    async fn may_use_group(&self, user: UserId, group: GroupId) -> StoreResult<bool> {
+        users::may_use_group(&self.pool, user, group).await
+    }
+
+    async fn groups_for(&self, user: UserId) -> StoreResult<Vec<Group>> {
+        users::groups_for(&self.pool, user).await
+    }
+
     async fn create_key(&self, key: NewApiKey) -> StoreResult<NewKey> {
         keys::create_key(&self.pool, key).await
     }

@@ -5,7 +5,7 @@ use sqlx::Pool;
 use super::Db;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{Group, GroupId, NewUser, Timestamp, User, UserId, check_name, could_be_a_name};
-use crate::rows::{GroupRow, UserRow};
+use crate::rows::{GROUP_COLUMNS, GroupRow, UserRow};
 
 const USER_COLUMNS: &str = "id, name, is_admin, password_hash, created_at";
 
@@ -78,22 +78,19 @@ pub(super) async fn set_user_admin(pool: &Pool<Db>, id: UserId, is_admin: bool) 
 
 pub(super) async fn create_group(pool: &Pool<Db>, name: &str) -> StoreResult<Group> {
     check_name("group", name)?;
-    let row: GroupRow = sqlx::query_as(
-        "INSERT INTO groups (name, created_at) VALUES ($1, $2) RETURNING id, name, created_at",
-    )
-    .bind(name)
-    .bind(Timestamp::now().unix_ms())
-    .fetch_one(pool)
-    .await
-    .map_err(|e| StoreError::from_write("group", e))?;
+    let sql = format!("INSERT INTO groups (name, created_at) VALUES ($1, $2) RETURNING {GROUP_COLUMNS}");
+    let row: GroupRow = sqlx::query_as(&sql)
+        .bind(name)
+        .bind(Timestamp::now().unix_ms())
+        .fetch_one(pool)
+        .await
+        .map_err(|e| StoreError::from_write("group", e))?;
     Ok(row.into())
 }
 
 pub(super) async fn group(pool: &Pool<Db>, id: GroupId) -> StoreResult<Group> {
-    let row: Option<GroupRow> = sqlx::query_as("SELECT id, name, created_at FROM groups WHERE id = $1")
-        .bind(id.0)
-        .fetch_optional(pool)
-        .await?;
+    let sql = format!("SELECT {GROUP_COLUMNS} FROM groups WHERE id = $1");
+    let row: Option<GroupRow> = sqlx::query_as(&sql).bind(id.0).fetch_optional(pool).await?;
     row.map(Group::from)
         .ok_or_else(|| StoreError::not_found("group", id))
 }
@@ -102,16 +99,101 @@ pub(super) async fn group_by_name(pool: &Pool<Db>, name: &str) -> StoreResult<Op
     if !could_be_a_name(name) {
         return Ok(None);
     }
-    let row: Option<GroupRow> = sqlx::query_as("SELECT id, name, created_at FROM groups WHERE name = $1")
-        .bind(name)
-        .fetch_optional(pool)
-        .await?;
+    let sql = format!("SELECT {GROUP_COLUMNS} FROM groups WHERE name = $1");
+    let row: Option<GroupRow> = sqlx::query_as(&sql).bind(name).fetch_optional(pool).await?;
     Ok(row.map(Group::from))
 }
 
 pub(super) async fn list_groups(pool: &Pool<Db>) -> StoreResult<Vec<Group>> {
-    let rows: Vec<GroupRow> = sqlx::query_as("SELECT id, name, created_at FROM groups ORDER BY id")
-        .fetch_all(pool)
-        .await?;
+    let sql = format!("SELECT {GROUP_COLUMNS} FROM groups ORDER BY id");
+    let rows: Vec<GroupRow> = sqlx::query_as(&sql).fetch_all(pool).await?;
     Ok(rows.into_iter().map(Group::from).collect())
+}
+
+pub(super) async fn set_group_restricted(
+    pool: &Pool<Db>,
+    id: GroupId,
+    restricted: bool,
+) -> StoreResult<Group> {
+    let sql = format!("UPDATE groups SET restricted = $2 WHERE id = $1 RETURNING {GROUP_COLUMNS}");
+    let row: Option<GroupRow> = sqlx::query_as(&sql)
+        .bind(id.0)
+        .bind(restricted)
+        .fetch_optional(pool)
+        .await?;
+    row.map(Group::from)
+        .ok_or_else(|| StoreError::not_found("group", id))
+}
+
+pub(super) async fn group_members(pool: &Pool<Db>, id: GroupId) -> StoreResult<Vec<UserId>> {
+    group(pool, id).await?;
+    let ids: Vec<i64> =
+        sqlx::query_scalar("SELECT user_id FROM group_members WHERE group_id = $1 ORDER BY user_id")
+            .bind(id.0)
+            .fetch_all(pool)
+            .await?;
+    Ok(ids.into_iter().map(UserId).collect())
+}
+
+/// Replaces the members of `id` in one transaction: nobody sees half a list.
+pub(super) async fn set_group_members(pool: &Pool<Db>, id: GroupId, members: &[UserId]) -> StoreResult<()> {
+    let mut tx = pool.begin().await?;
+    let found: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE id = $1")
+        .bind(id.0)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if found.is_none() {
+        return Err(StoreError::not_found("group", id));
+    }
+    sqlx::query("DELETE FROM group_members WHERE group_id = $1")
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await?;
+    for member in members {
+        sqlx::query("INSERT INTO group_members (group_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(id.0)
+            .bind(member.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| StoreError::from_write("group member", e))?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The condition under which user `$1` may use group `g`: the user exists, and the group is open
+/// or the user is an admin or one of its members.
+const MAY_USE: &str = "EXISTS (SELECT 1 FROM users u WHERE u.id = $1 AND (NOT g.restricted OR u.is_admin \
+     OR EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = u.id)))";
+
+pub(super) async fn may_use_group(pool: &Pool<Db>, user: UserId, group: GroupId) -> StoreResult<bool> {
+    let sql = format!("SELECT g.id FROM groups g WHERE g.id = $2 AND {MAY_USE}");
+    let found: Option<i64> = sqlx::query_scalar(&sql)
+        .bind(user.0)
+        .bind(group.0)
+        .fetch_optional(pool)
+        .await?;
+    Ok(found.is_some())
+}
+
+pub(super) async fn groups_for(pool: &Pool<Db>, user: UserId) -> StoreResult<Vec<Group>> {
+    let sql = format!(
+        "SELECT g.id, g.name, g.restricted, g.created_at FROM groups g WHERE {MAY_USE} ORDER BY g.id"
+    );
+    let rows: Vec<GroupRow> = sqlx::query_as(&sql).bind(user.0).fetch_all(pool).await?;
+    Ok(rows.into_iter().map(Group::from).collect())
+}
+
+/// Fails unless `user_id` may hold keys in `group_id`: [`StoreError::NotFound`] for a missing
+/// user or group, [`StoreError::Forbidden`] for a restricted group the user is not a member of.
+pub(super) async fn check_group_use(pool: &Pool<Db>, user_id: UserId, group_id: GroupId) -> StoreResult<()> {
+    if may_use_group(pool, user_id, group_id).await? {
+        return Ok(());
+    }
+    let group = group(pool, group_id).await?;
+    let user = user(pool, user_id).await?;
+    Err(StoreError::Forbidden(format!(
+        "group {:?} is open to its members only, and user {:?} is not one",
+        group.name, user.name
+    )))
 }

@@ -6,6 +6,7 @@
 mod common;
 
 mod accounts;
+mod group_access;
 mod keys;
 mod outage;
 mod usage;

@@ -49,7 +49,7 @@ async fn migrations_are_idempotent_on_reconnect(db: Arc<TestDb>) {
         again.close().await;
     }
     let applied = db.raw_ints("SELECT version FROM _sqlx_migrations").await;
-    assert_eq!(applied, [1]);
+    assert_eq!(applied, [1, 2]);
 }
 
 async fn users_and_groups(db: Arc<TestDb>) {
