@@ -357,9 +357,10 @@ async fn a_client_leaving_a_stream_of_two_images_is_billed_both_the_account_make
 }
 
 /// The record of a stream whose image stalls halfway, when the gateway is stopped (1 s of grace)
-/// half a second after the stream began: with `leave`, its client left before (and the gateway
-/// was still reading the image for its usage); else the client was still reading.
-async fn record_of_a_stream_at_shutdown(leave: bool) -> Value {
+/// half a second after the stream began, and what its client read: with `leave`, its client left
+/// before (and the gateway was still reading the image for its usage), and read nothing; else the
+/// client was still reading.
+async fn record_of_a_stream_at_shutdown(leave: bool) -> (Value, Option<reqwest::Result<String>>) {
     let mut s = setup_with_config("[timeouts]\nshutdown_grace_secs = 1\n");
     s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 6000}))
         .await;
@@ -376,9 +377,7 @@ async fn record_of_a_stream_at_shutdown(leave: bool) -> Value {
         leave_after_first_bytes(response).await;
         None
     } else {
-        Some(tokio::spawn(
-            async move { response.bytes().await.map(|b| b.len()) },
-        ))
+        Some(tokio::spawn(async move { response.text().await }))
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
     let stopped = tokio::task::spawn_blocking(move || {
@@ -387,27 +386,45 @@ async fn record_of_a_stream_at_shutdown(leave: bool) -> Value {
     });
     let (exited_cleanly, s) = stopped.await.unwrap();
     assert!(exited_cleanly, "gateway did not exit cleanly on SIGTERM");
-    if let Some(reading) = reading {
-        let _cut = reading.await.unwrap();
-    }
+    let read = match reading {
+        Some(reading) => Some(reading.await.unwrap()),
+        None => None,
+    };
     let records = s.usage();
     assert_eq!(records.len(), 1, "{records:?}");
-    records[0].clone()
+    (records[0].clone(), read)
 }
 
 #[tokio::test]
 async fn a_stream_still_read_when_the_grace_period_ends_is_recorded_as_cut_by_the_shutdown() {
-    let record = record_of_a_stream_at_shutdown(false).await;
+    let (record, read) = record_of_a_stream_at_shutdown(false).await;
     assert_eq!(
         (&record["status"], &record["error_code"]),
         (&json!(503), &json!("shutting_down")),
         "{record:?}"
     );
+    // Between two events, the stream ends with an error event the SDKs raise, not a cut connection.
+    let body = read.unwrap().expect("the stream ends cleanly");
+    let last = body.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(last.starts_with("event: error\ndata: "), "{last}");
+    let data: Value = serde_json::from_str(last.trim_start_matches("event: error\ndata: ")).unwrap();
+    assert_eq!(data["error"]["code"], "overloaded", "{data}");
+    assert!(
+        data["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"),
+        "{data}"
+    );
+    assert!(
+        body.contains("event: image_generation.partial_image"),
+        "the first event came before"
+    );
 }
 
 #[tokio::test]
 async fn a_client_that_left_before_the_shutdown_keeps_its_499() {
-    let record = record_of_a_stream_at_shutdown(true).await;
+    let (record, _) = record_of_a_stream_at_shutdown(true).await;
     assert_eq!(
         (&record["status"], &record["error_code"]),
         (&json!(499), &json!("client_closed")),

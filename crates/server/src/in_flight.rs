@@ -2,7 +2,8 @@
 //!
 //! Each connection is served by a task of its own, which outlives the server's accept loop. When
 //! the grace period is over, the gateway abandons what is still running: the handlers and the
-//! bodies they answered with are dropped, so each request's usage recorder submits its record
+//! bodies they answered with are dropped (an SSE stream first ends itself with an error event when
+//! it is between two events, see [`EndsItselfOnShutdown`]), so each request's usage recorder submits its record
 //! (status 503, `shutting_down`), and the writer is shut down only once every recorder is gone (or
 //! a short bound passed). Without this, a request longer than the grace period (a 4K image can take
 //! minutes) would reach the writer after it closed, and its record would be lost.
@@ -79,31 +80,59 @@ pub async fn layer(State(in_flight): State<InFlight>, request: Request, next: Ne
         response = next.run(request) => response,
         () = abandon.cancelled() => return shutting_down(),
     };
+    let ends_itself = response.extensions().get::<EndsItselfOnShutdown>().is_some();
     response.map(|body| {
         Body::new(Abandonable {
             body: TakenBody::new(body),
-            abandoned: Box::pin(abandon.cancelled_owned()),
+            abandoned: Some(Box::pin(abandon.cancelled_owned())),
+            cut_within: ends_itself.then_some(SELF_ENDING_BOUND),
+            cut_at: None,
         })
     })
 }
+
+/// Marks an answer whose body ends itself when its request is abandoned (an SSE stream, with an
+/// error event): it is given [`SELF_ENDING_BOUND`] to do so before it is cut.
+#[derive(Debug, Clone, Copy)]
+pub struct EndsItselfOnShutdown;
+
+/// How long a body that ends itself on abandonment has before it is cut all the same.
+const SELF_ENDING_BOUND: Duration = Duration::from_millis(500);
 
 /// How long a client is told to wait before retrying a request the shutdown abandoned: behind a
 /// load balancer the retry reaches another replica, and the SDKs honour `retry-after`.
 const SHUTDOWN_RETRY_AFTER: Duration = Duration::from_secs(1);
 
-fn shutting_down() -> Response {
-    HttpError::new(ApiError::new(
+/// The error of a request the shutdown abandoned: an answer of its own before the answer began,
+/// the last event of a stream after.
+pub fn shutting_down_error() -> ApiError {
+    ApiError::new(
         ErrorKind::Overloaded,
         "The gateway is shutting down; retry the request.",
-    ))
-    .with_retry_after(Some(SHUTDOWN_RETRY_AFTER))
-    .into_response()
+    )
 }
 
-/// An answer's body that ends with an error (the client's connection is cut) when abandoned.
+fn shutting_down() -> Response {
+    HttpError::new(shutting_down_error())
+        .with_retry_after(Some(SHUTDOWN_RETRY_AFTER))
+        .into_response()
+}
+
+/// An answer's body that ends with an error (the client's connection is cut) when abandoned: at
+/// once, or, for a body that ends itself, if it has not within `cut_within`.
 struct Abandonable {
     body: TakenBody,
-    abandoned: BoxFuture<'static, ()>,
+    /// Resolves when the request is abandoned; `None` once it has.
+    abandoned: Option<BoxFuture<'static, ()>>,
+    cut_within: Option<Duration>,
+    cut_at: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Abandonable {
+    fn cut(&mut self) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        self.body.take();
+        Poll::Ready(Some(Err(axum::Error::new(Abandoned))))
+    }
 }
 
 /// The answer was cut short by the shutdown.
@@ -120,9 +149,21 @@ impl http_body::Body for Abandonable {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = self.get_mut();
-        if !this.body.has_ended() && this.abandoned.as_mut().poll(cx).is_ready() {
-            this.body.take();
-            return Poll::Ready(Some(Err(axum::Error::new(Abandoned))));
+        if !this.body.has_ended() {
+            if let Some(abandoned) = this.abandoned.as_mut()
+                && abandoned.as_mut().poll(cx).is_ready()
+            {
+                this.abandoned = None;
+                match this.cut_within {
+                    None => return this.cut(),
+                    Some(within) => this.cut_at = Some(Box::pin(tokio::time::sleep(within))),
+                }
+            }
+            if let Some(cut_at) = this.cut_at.as_mut()
+                && cut_at.as_mut().poll(cx).is_ready()
+            {
+                return this.cut();
+            }
         }
         Pin::new(&mut this.body).poll_frame(cx)
     }
@@ -165,14 +206,44 @@ mod tests {
         assert_eq!(answer.headers()["retry-after"], "1");
     }
 
+    type Sender = futures::channel::mpsc::UnboundedSender<Result<Bytes, std::io::Error>>;
+
+    /// A body fed through the returned sender, abandoned with `abandon`.
+    fn abandonable(abandon: &CancellationToken, cut_within: Option<Duration>) -> (Abandonable, Sender) {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+        let body = Abandonable {
+            body: TakenBody::new(Body::from_stream(rx)),
+            abandoned: Some(Box::pin(abandon.clone().cancelled_owned())),
+            cut_within,
+            cut_at: None,
+        };
+        (body, tx)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_ends_itself_is_given_the_time_to_and_then_cut() {
+        let abandon = CancellationToken::new();
+        let (mut body, tx) = abandonable(&abandon, Some(SELF_ENDING_BOUND));
+        abandon.cancel();
+        tx.unbounded_send(Ok(Bytes::from_static(b"event: error")))
+            .unwrap();
+        drop(tx);
+        let last = body.frame().await.unwrap().unwrap();
+        assert_eq!(last.into_data().unwrap(), "event: error");
+        assert!(body.frame().await.is_none(), "it ended itself, uncut");
+
+        let abandon = CancellationToken::new();
+        let (mut stuck, _tx) = abandonable(&abandon, Some(SELF_ENDING_BOUND));
+        abandon.cancel();
+        let started = tokio::time::Instant::now();
+        assert!(stuck.frame().await.unwrap().is_err());
+        assert_eq!(started.elapsed(), SELF_ENDING_BOUND, "cut once its time was up");
+    }
+
     #[tokio::test]
     async fn an_abandoned_body_ends_with_an_error() {
         let abandon = CancellationToken::new();
-        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
-        let mut body = Abandonable {
-            body: TakenBody::new(Body::from_stream(rx)),
-            abandoned: Box::pin(abandon.clone().cancelled_owned()),
-        };
+        let (mut body, tx) = abandonable(&abandon, None);
         tx.unbounded_send(Ok(Bytes::from_static(b"first"))).unwrap();
         let first = body.frame().await.unwrap().unwrap();
         assert_eq!(first.into_data().unwrap(), "first");

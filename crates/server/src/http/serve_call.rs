@@ -217,6 +217,9 @@ fn respond(
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
             response
+                .extensions_mut()
+                .insert(crate::in_flight::EndsItselfOnShutdown);
+            response
         }
     }
 }

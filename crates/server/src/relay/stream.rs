@@ -6,6 +6,10 @@
 //! scanned on the way ([`ImagesResponseScanner`]), so no image is held whole. No keepalive comes
 //! inside such an event, and an upstream that fails inside one cuts the client's connection: an
 //! error frame would land in the middle of the event.
+//!
+//! When the shutdown's grace period ends with the stream still open, it ends the same way: between
+//! events with an error frame (`overloaded`: retry the request), inside one by cutting the
+//! connection. The usage record is submitted when the body is dropped, after its last frame.
 
 use std::time::Duration;
 
@@ -72,9 +76,15 @@ pub fn relay_events(
             return None;
         }
         let next = if relay.open.is_some() {
-            relay.events.next().await
+            tokio::select! {
+                biased;
+                () = until_abandoned(relay.usage.as_ref()) => return Some((relay.shut_down(), relay)),
+                next = relay.events.next() => next,
+            }
         } else {
             tokio::select! {
+                biased;
+                () = until_abandoned(relay.usage.as_ref()) => return Some((relay.shut_down(), relay)),
                 next = relay.events.next() => next,
                 () = tokio::time::sleep(relay.keepalive) => {
                     return Some((Ok(Bytes::from_static(KEEPALIVE)), relay));
@@ -241,15 +251,34 @@ impl Relay {
         }
     }
 
+    /// Ends the stream because the shutdown abandoned it: an error frame between events, a cut
+    /// connection inside one. The account's call is given up; the usage recorder, dropped with the
+    /// body after this last frame, records the request as cut by the shutdown.
+    fn shut_down(&mut self) -> Result<Bytes, CutShort> {
+        self.done = true;
+        self.held = None;
+        if let Some(usage) = self.usage.as_mut() {
+            usage.upstream_closed();
+        }
+        if self.open.is_some() {
+            return Err(CutShort);
+        }
+        Ok(self.error_event(&crate::in_flight::shutting_down_error()))
+    }
+
     /// The frame that ends a stream on `failure`: the upstream's own final event when it carried the
     /// failure, an error event otherwise.
     fn error_frame(&self, failure: &Failure) -> Bytes {
         if let Some(event) = &failure.final_event {
             return frame(event);
         }
-        let error = failure_error(failure).api;
+        self.error_event(&failure_error(failure).api)
+    }
+
+    /// The error event of this stream's API for `error`.
+    fn error_event(&self, error: &imagegate_codec::ApiError) -> Bytes {
         match self.kind {
-            StreamKind::Images => encode_error(&error),
+            StreamKind::Images => encode_error(error),
             StreamKind::Responses => {
                 let data = serde_json::json!({
                     "type": "error",
@@ -357,6 +386,14 @@ async fn read_abandoned(mut rest: Relay) {
             Some(failure) => crate::relay::outcome_of(failure),
         };
         held.record(&outcome).await;
+    }
+}
+
+/// Resolves when the shutdown abandons the request of `usage`; never without one.
+async fn until_abandoned(usage: Option<&UsageRecorder>) {
+    match usage {
+        Some(usage) => usage.until_abandoned().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -589,6 +626,36 @@ mod tests {
             completed
         )));
         assert!(!names_a_completed_image(&event(None, r#"{"type":"x"}"#)));
+    }
+
+    #[test]
+    fn a_stream_the_shutdown_abandons_ends_with_an_error_event_or_is_cut_inside_one() {
+        let mut between = responses_relay();
+        let frame = between.shut_down().expect("an error frame between events");
+        let text = std::str::from_utf8(&frame).unwrap();
+        assert!(text.starts_with("event: error\ndata: "), "{text}");
+        assert!(
+            text.contains("\"sequence_number\":5") && text.contains("shutting down"),
+            "{text}"
+        );
+        assert!(between.done);
+
+        let mut inside = responses_relay();
+        inside.open = Some(None);
+        assert!(
+            inside.shut_down().is_err(),
+            "no error frame in the middle of an event"
+        );
+        assert!(inside.done);
+
+        let mut images = responses_relay();
+        images.kind = StreamKind::Images;
+        let frame = images.shut_down().unwrap();
+        let text = std::str::from_utf8(&frame).unwrap();
+        assert!(
+            text.starts_with("event: error\n") && text.contains("\"code\":\"overloaded\""),
+            "{text}"
+        );
     }
 
     fn responses_relay() -> Relay {
