@@ -161,32 +161,25 @@ pub(crate) async fn set_access(
                 .await;
         }
     };
-    let mut members = Vec::with_capacity(form.members.len());
-    for member in &form.members {
-        let Ok(member) = member.parse::<i64>() else {
-            return me
-                .redirect_with(
-                    &state,
-                    Flash::error("The form named an unknown user."),
-                    "/admin/groups",
-                )
-                .await;
-        };
-        members.push(UserId(member));
-    }
-    match state.store.set_group_members(group.id, &members).await {
-        Ok(()) => {}
-        Err(StoreError::NotFound { what: "user", .. }) => {
-            return me
-                .redirect_with(
-                    &state,
-                    Flash::error("The form named an unknown user."),
-                    "/admin/groups",
-                )
-                .await;
-        }
-        Err(err) => return Err(err.into()),
-    }
+    // Every member named by a user id that exists, and stored: else nothing changes.
+    let parsed: Option<Vec<UserId>> = form.members.iter().map(|m| m.parse().ok().map(UserId)).collect();
+    let stored = match parsed {
+        None => None,
+        Some(members) => match state.store.set_group_members(group.id, &members).await {
+            Ok(()) => Some(members),
+            Err(StoreError::NotFound { what: "user", .. }) => None,
+            Err(err) => return Err(err.into()),
+        },
+    };
+    let Some(members) = stored else {
+        return me
+            .redirect_with(
+                &state,
+                Flash::error("The form named an unknown user."),
+                "/admin/groups",
+            )
+            .await;
+    };
     state.store.set_group_restricted(group.id, restricted).await?;
     // Keys of this group cached on this replica see the change at once (other replicas within
     // their cache's ttl).

@@ -75,20 +75,13 @@ pub fn relay_events(
         if relay.done {
             return None;
         }
-        let next = if relay.open.is_some() {
-            tokio::select! {
-                biased;
-                () = until_abandoned(relay.usage.as_ref()) => return Some((relay.shut_down(), relay)),
-                next = relay.events.next() => next,
-            }
-        } else {
-            tokio::select! {
-                biased;
-                () = until_abandoned(relay.usage.as_ref()) => return Some((relay.shut_down(), relay)),
-                next = relay.events.next() => next,
-                () = tokio::time::sleep(relay.keepalive) => {
-                    return Some((Ok(Bytes::from_static(KEEPALIVE)), relay));
-                }
+        // No keepalive inside an event relayed in pieces: a comment there would corrupt it.
+        let next = tokio::select! {
+            biased;
+            () = until_abandoned(relay.usage.as_ref()) => return Some((relay.shut_down(), relay)),
+            next = relay.events.next() => next,
+            () = tokio::time::sleep(relay.keepalive), if relay.open.is_none() => {
+                return Some((Ok(Bytes::from_static(KEEPALIVE)), relay));
             }
         };
         match next {
