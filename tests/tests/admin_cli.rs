@@ -189,6 +189,23 @@ async fn a_restricted_group_refuses_the_keys_of_users_outside_it() {
         401,
         "alice's key, the group restricted"
     );
+    let refused: serde_json::Value = s
+        .client
+        .post(s.gateway.v1("/images/generations"))
+        .bearer_auth(&s.key)
+        .json(&generation())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(refused["error"]["code"], "INVALID_API_KEY");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("open to its members only") && message.contains("Ask an administrator"),
+        "the holder is told why: {message}"
+    );
     assert_eq!(status_for(carols.clone()).await, 200, "carol's key, a member");
 
     admin(dir, &["groups", "open", "default"]);

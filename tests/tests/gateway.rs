@@ -490,7 +490,10 @@ async fn a_known_path_asked_with_another_method_gets_the_error_envelope() {
     }
 }
 
-async fn assert_invalid_key(s: &common::Setup, key: Option<&str>) {
+/// Missing, malformed, unknown and wrong-secret keys: the one message that says nothing more.
+const NOT_A_KEY: &str = "Invalid API key";
+
+async fn assert_invalid_key(s: &common::Setup, key: Option<&str>, message_start: &str) {
     let mut request = s
         .client
         .post(s.gateway.v1("/images/generations"))
@@ -505,20 +508,21 @@ async fn assert_invalid_key(s: &common::Setup, key: Option<&str>) {
     assert_eq!(body["error"]["code"], "INVALID_API_KEY");
     assert_eq!(body["error"]["type"], "invalid_request_error");
     assert!(body["error"]["param"].is_null());
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Invalid API key")
-    );
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with(message_start), "key {key:?}: {message}");
 }
 
 #[tokio::test]
 async fn missing_malformed_unknown_disabled_and_deleted_keys_get_401() {
     let s = setup();
-    assert_invalid_key(&s, None).await;
-    assert_invalid_key(&s, Some("not-a-key")).await;
-    assert_invalid_key(&s, Some("sk-ig-aaaaaaaaaaaa-0123456789abcdef0123456789abcdef")).await;
+    assert_invalid_key(&s, None, NOT_A_KEY).await;
+    assert_invalid_key(&s, Some("not-a-key"), NOT_A_KEY).await;
+    assert_invalid_key(
+        &s,
+        Some("sk-ig-aaaaaaaaaaaa-0123456789abcdef0123456789abcdef"),
+        NOT_A_KEY,
+    )
+    .await;
     let second = imagegate_e2e::admin(
         s.dir.path(),
         &["keys", "create", "--user", "alice", "--name", "two"],
@@ -534,7 +538,12 @@ async fn missing_malformed_unknown_disabled_and_deleted_keys_get_401() {
     assert_eq!(ok.status(), 200);
     imagegate_e2e::admin(s.dir.path(), &["keys", "disable", second]);
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    assert_invalid_key(&s, Some(second)).await;
+    // The administrator's `keys disable` suspends the key.
+    assert_invalid_key(&s, Some(second), "This API key was suspended by an administrator").await;
+    // The same public id with another secret learns nothing about the key.
+    let (public, _secret) = second.rsplit_once('-').unwrap();
+    let guessed = format!("{public}-{}", "0".repeat(32));
+    assert_invalid_key(&s, Some(&guessed), NOT_A_KEY).await;
     imagegate_e2e::admin(s.dir.path(), &["keys", "enable", second]);
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let again = s
@@ -547,7 +556,7 @@ async fn missing_malformed_unknown_disabled_and_deleted_keys_get_401() {
     assert_eq!(again.status(), 200, "enabled again by the administrator");
     imagegate_e2e::admin(s.dir.path(), &["keys", "delete", &s.key]);
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    assert_invalid_key(&s, Some(&s.key)).await;
+    assert_invalid_key(&s, Some(&s.key), "This API key was deleted").await;
 }
 
 #[tokio::test]

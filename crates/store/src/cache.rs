@@ -10,7 +10,7 @@ use subtle::ConstantTimeEq;
 
 use crate::error::{StoreError, StoreResult};
 use crate::keys::parse_key;
-use crate::model::{ApiKeyRecord, AuthContext, KeyId};
+use crate::model::{ApiKeyRecord, AuthContext, KeyCheck, KeyId};
 use crate::store::Store;
 
 /// Remembers successful authentications for a short time so most requests skip the database.
@@ -108,12 +108,18 @@ impl KeyCache {
 
     /// Like [`Store::authenticate`], answered from the cache when a fresh entry matches.
     pub async fn authenticate(&self, presented: &str) -> StoreResult<Option<AuthContext>> {
+        Ok(self.check(presented).await?.valid())
+    }
+
+    /// Like [`Store::check_key`], answered from the cache when a fresh entry matches. Only valid
+    /// keys are cached: a refused one is asked about every time (it is rare, and may change).
+    pub async fn check(&self, presented: &str) -> StoreResult<KeyCheck> {
         let Some(parsed) = parse_key(presented) else {
-            return Ok(None);
+            return Ok(KeyCheck::Unknown);
         };
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let cached = match self.lookup_fresh(parsed.public_id, &digest) {
-            Lookup::Hit(context) => return Ok(Some(context)),
+            Lookup::Hit(context) => return Ok(KeyCheck::Valid(context)),
             Lookup::Refresh(context) => Some(context),
             Lookup::Miss => None,
         };
@@ -121,20 +127,22 @@ impl KeyCache {
             self.end_refresh(parsed.public_id);
             return cached
                 .or_else(|| self.stale(parsed.public_id, &digest))
-                .map(Some)
+                .map(KeyCheck::Valid)
                 .ok_or_else(|| StoreError::Unavailable("the database failed moments ago".to_owned()));
         }
         let generation = self.generation.load(Ordering::Acquire);
-        match self.store.authenticate(presented).await {
+        match self.store.check_key(presented).await {
             Ok(result) => {
                 self.set_failed(false);
                 // `insert` below replaces the entry; if an invalidation makes it skip that, the
                 // next request past half the TTL refreshes again.
                 self.end_refresh(parsed.public_id);
                 match &result {
-                    Some(context) => self.insert(parsed.public_id, digest, context.clone(), generation),
+                    KeyCheck::Valid(context) => {
+                        self.insert(parsed.public_id, digest, context.clone(), generation)
+                    }
                     // The very key presented is no longer valid: never serve it stale.
-                    None => {
+                    KeyCheck::Unknown | KeyCheck::Refused(_) => {
                         let mut entries = self.lock();
                         if entries
                             .get(parsed.public_id)
@@ -150,7 +158,7 @@ impl KeyCache {
                 self.set_failed(true);
                 self.end_refresh(parsed.public_id);
                 match cached.or_else(|| self.stale(parsed.public_id, &digest)) {
-                    Some(context) => Ok(Some(context)),
+                    Some(context) => Ok(KeyCheck::Valid(context)),
                     None => Err(err),
                 }
             }

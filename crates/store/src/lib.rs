@@ -80,9 +80,9 @@ pub use crypto::{
 pub use error::{CryptoError, StoreError, StoreResult};
 pub use model::{
     Account, AccountId, AccountKind, AccountStatus, AccountTier, AccountUpdate, ApiKeyRecord, AuthContext,
-    Backend, DEFAULT_GROUP, DailyUsage, Group, GroupId, KeyId, KeyLimits, KeyStatus, KeyUpdate, KeyUse,
-    NewAccount, NewApiKey, NewKey, NewUser, StatusFilter, Timestamp, TokenCounts, UnknownVariant,
-    UsageCursor, UsageEntry, UsageFilter, UsageId, UsageRecord, User, UserId,
+    Backend, DEFAULT_GROUP, DailyUsage, Group, GroupId, KeyCheck, KeyId, KeyLimits, KeyRefusal, KeyStatus,
+    KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, StatusFilter, Timestamp, TokenCounts,
+    UnknownVariant, UsageCursor, UsageEntry, UsageFilter, UsageId, UsageRecord, User, UserId,
 };
 pub use priority::WriterPriority;
 pub use rekey::{Resealed, reseal_credentials};

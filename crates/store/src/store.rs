@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use crate::error::StoreResult;
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, AuthContext, Backend, DailyUsage, Group,
-    GroupId, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
-    UsageFilter, UsageRecord, User, UserId,
+    GroupId, KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser,
+    UsageEntry, UsageFilter, UsageRecord, User, UserId,
 };
 use crate::priority::WriterPriority;
 use crate::secret::Secret;
@@ -107,9 +107,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn delete_key(&self, id: KeyId) -> StoreResult<ApiKeyRecord> {
         self.set_key_status(id, KeyStatus::Deleted).await
     }
-    /// Checks a presented key (`sk-ig-<public id>-<secret>`). `Ok(None)` for malformed,
-    /// unknown, wrong-secret, disabled and deleted keys alike.
-    async fn authenticate(&self, presented: &str) -> StoreResult<Option<AuthContext>>;
+    /// Checks a presented key (`sk-ig-<public id>-<secret>`): valid, not a key of the service
+    /// (malformed, unknown or a wrong secret, alike), or a genuine key that may not be used, and
+    /// why.
+    async fn check_key(&self, presented: &str) -> StoreResult<KeyCheck>;
+    /// The identity of a valid presented key ([`Store::check_key`]); `Ok(None)` for every key that
+    /// is not valid, whatever the reason.
+    async fn authenticate(&self, presented: &str) -> StoreResult<Option<AuthContext>> {
+        Ok(self.check_key(presented).await?.valid())
+    }
     /// Moves `last_used_at` forward for each use (never backwards).
     async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()>;
 

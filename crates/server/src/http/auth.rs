@@ -1,4 +1,7 @@
-//! Bearer-key authentication for `/v1`: every bad key gets the same 401 `INVALID_API_KEY`.
+//! Bearer-key authentication for `/v1`: every key that may not be used gets 401
+//! `INVALID_API_KEY`. Missing, malformed, unknown and wrong-secret keys all get the same message;
+//! a genuine key presented with its secret is told why it is refused (disabled, suspended, deleted,
+//! or its group closed to its owner), which only its holder can learn.
 //!
 //! While the database is unreachable, keys seen recently keep working from the key cache; any
 //! other key gets 503 `database_unavailable` with `retry-after: 5` (see "Degraded modes" in
@@ -12,7 +15,7 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use imagegate_codec::ApiError;
 use imagegate_domain::ErrorKind;
-use imagegate_store::AuthContext;
+use imagegate_store::{AuthContext, KeyCheck, KeyRefusal};
 
 use crate::http::error::HttpError;
 use crate::state::AppState;
@@ -31,9 +34,13 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             .and_then(|value| value.to_str().ok())
             .and_then(bearer_token)
             .ok_or_else(|| HttpError::new(ApiError::invalid_api_key()))?;
-        match state.keys.authenticate(presented).await {
-            Ok(Some(context)) => Ok(Caller(context)),
-            Ok(None) => Err(HttpError::new(ApiError::invalid_api_key())),
+        match state.keys.check(presented).await {
+            Ok(KeyCheck::Valid(context)) => Ok(Caller(context)),
+            Ok(KeyCheck::Unknown) => Err(HttpError::new(ApiError::invalid_api_key())),
+            Ok(KeyCheck::Refused(refusal)) => Err(HttpError::new(ApiError::new(
+                ErrorKind::InvalidApiKey,
+                refusal_message(refusal),
+            ))),
             Err(err) if err.is_unavailable() => {
                 tracing::warn!(error = %err, "key lookup failed: database unavailable");
                 Err(database_unavailable())
@@ -42,6 +49,23 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 tracing::error!(error = %err, "key lookup failed");
                 Err(HttpError::new(ApiError::internal()))
             }
+        }
+    }
+}
+
+/// What the holder of a genuine key that may not be used is told, and what to do about it.
+fn refusal_message(refusal: KeyRefusal) -> &'static str {
+    match refusal {
+        KeyRefusal::Disabled => {
+            "This API key is disabled. Enable it again on the /keys page, or use another key."
+        }
+        KeyRefusal::Suspended => {
+            "This API key was suspended by an administrator. Ask an administrator to reinstate it, or use another key."
+        }
+        KeyRefusal::Deleted => "This API key was deleted. Create a new one on the /keys page.",
+        KeyRefusal::GroupClosed => {
+            "This API key's group is open to its members only, and the key's owner is not one. Ask an \
+             administrator for access, or create a key in another group on the /keys page."
         }
     }
 }

@@ -119,6 +119,43 @@ pub struct AuthContext {
     pub fallback_ladder: bool,
 }
 
+/// What a presented key is worth ([`Store::check_key`](crate::Store::check_key)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// The key authenticates.
+    Valid(AuthContext),
+    /// Not a key of the service: malformed, unknown, or presented with a secret that does not
+    /// match. Nothing more is said, so a guess learns nothing.
+    Unknown,
+    /// A key of the service, presented with its secret, that may not be used. Only the holder of
+    /// the secret learns why.
+    Refused(KeyRefusal),
+}
+
+impl KeyCheck {
+    /// The identity of a valid key; `None` for every other answer.
+    pub fn valid(self) -> Option<AuthContext> {
+        match self {
+            Self::Valid(context) => Some(context),
+            Self::Unknown | Self::Refused(_) => None,
+        }
+    }
+}
+
+/// Why a genuine key may not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyRefusal {
+    /// Its owner switched it off.
+    Disabled,
+    /// An administrator switched it off.
+    Suspended,
+    /// It was deleted.
+    Deleted,
+    /// Its group is restricted and its owner is neither a member nor an admin
+    /// ([`Store::may_use_group`](crate::Store::may_use_group)).
+    GroupClosed,
+}
+
 /// One use of a key, for [`Store::touch_keys`](crate::Store::touch_keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyUse {

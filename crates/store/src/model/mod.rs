@@ -10,7 +10,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use account::{Account, AccountKind, AccountStatus, AccountTier, AccountUpdate, NewAccount};
-pub use key::{ApiKeyRecord, AuthContext, KeyLimits, KeyStatus, KeyUpdate, KeyUse, NewApiKey, NewKey};
+pub use key::{
+    ApiKeyRecord, AuthContext, KeyCheck, KeyLimits, KeyRefusal, KeyStatus, KeyUpdate, KeyUse, NewApiKey,
+    NewKey,
+};
 pub use time::Timestamp;
 pub use usage::{DailyUsage, StatusFilter, TokenCounts, UsageCursor, UsageEntry, UsageFilter, UsageRecord};
 

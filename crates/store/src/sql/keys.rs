@@ -6,8 +6,8 @@ use super::{Db, users};
 use crate::error::{StoreError, StoreResult};
 use crate::keys::{generate_key, parse_key, verify_secret};
 use crate::model::{
-    ApiKeyRecord, AuthContext, KeyId, KeyLimits, KeyStatus, KeyUpdate, KeyUse, NewApiKey, NewKey, Timestamp,
-    UserId, check_name,
+    ApiKeyRecord, KeyCheck, KeyId, KeyLimits, KeyRefusal, KeyStatus, KeyUpdate, KeyUse, NewApiKey, NewKey,
+    Timestamp, UserId, check_name,
 };
 use crate::rows::{KEY_COLUMNS, KeyRow};
 
@@ -152,9 +152,9 @@ async fn changed_or_conflict(
     }
 }
 
-pub(super) async fn authenticate(pool: &Pool<Db>, presented: &str) -> StoreResult<Option<AuthContext>> {
+pub(super) async fn check_key(pool: &Pool<Db>, presented: &str) -> StoreResult<KeyCheck> {
     let Some(parsed) = parse_key(presented) else {
-        return Ok(None);
+        return Ok(KeyCheck::Unknown);
     };
     let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE public_id = $1");
     let row: Option<KeyRow> = sqlx::query_as(&sql)
@@ -162,16 +162,25 @@ pub(super) async fn authenticate(pool: &Pool<Db>, presented: &str) -> StoreResul
         .fetch_optional(pool)
         .await?;
     let Some(row) = row else {
-        return Ok(None);
+        return Ok(KeyCheck::Unknown);
     };
     if !verify_secret(parsed.secret, &row.secret_sha256) {
-        return Ok(None);
+        return Ok(KeyCheck::Unknown);
     }
     let (status, context) = row.into_record_and_context()?;
-    if status != KeyStatus::Active || !users::may_use_group(pool, context.user_id, context.group_id).await? {
-        return Ok(None);
+    let refusal = match status {
+        KeyStatus::Active => None,
+        KeyStatus::Disabled => Some(KeyRefusal::Disabled),
+        KeyStatus::Suspended => Some(KeyRefusal::Suspended),
+        KeyStatus::Deleted => Some(KeyRefusal::Deleted),
+    };
+    if let Some(refusal) = refusal {
+        return Ok(KeyCheck::Refused(refusal));
     }
-    Ok(Some(context))
+    if !users::may_use_group(pool, context.user_id, context.group_id).await? {
+        return Ok(KeyCheck::Refused(KeyRefusal::GroupClosed));
+    }
+    Ok(KeyCheck::Valid(context))
 }
 
 pub(super) async fn touch_keys(pool: &Pool<Db>, uses: &[KeyUse]) -> StoreResult<()> {

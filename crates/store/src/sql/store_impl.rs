@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use super::{BACKEND, BackendStore, accounts, keys, usage, users};
 use crate::error::StoreResult;
 use crate::model::{
-    Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, AuthContext, Backend, DailyUsage, Group,
-    GroupId, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
+    Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, Backend, DailyUsage, Group, GroupId,
+    KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
     UsageFilter, UsageRecord, User, UserId,
 };
 use crate::priority::WriterPriority;
@@ -118,8 +118,8 @@ impl Store for BackendStore {
         keys::reinstate_key(&self.pool, id).await
     }
 
-    async fn authenticate(&self, presented: &str) -> StoreResult<Option<AuthContext>> {
-        keys::authenticate(&self.pool, presented).await
+    async fn check_key(&self, presented: &str) -> StoreResult<KeyCheck> {
+        keys::check_key(&self.pool, presented).await
     }
 
     async fn touch_keys(&self, uses: &[KeyUse]) -> StoreResult<()> {

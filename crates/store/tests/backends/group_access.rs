@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use imagegate_store::{GroupId, KeyLimits, NewApiKey, NewUser, Store, StoreError, User, UserId};
+use imagegate_store::{
+    GroupId, KeyCheck, KeyLimits, KeyRefusal, NewApiKey, NewUser, Store, StoreError, User, UserId,
+};
 
 use crate::common::TestDb;
 
@@ -60,6 +62,10 @@ async fn a_restricted_group_is_for_its_members_and_admins(db: Arc<TestDb>) {
     assert!(store.group(vip.id).await.unwrap().restricted);
     // Carol is no member: her key stops working and she may not make another.
     assert!(store.authenticate(carols.key.expose()).await.unwrap().is_none());
+    assert_eq!(
+        store.check_key(carols.key.expose()).await.unwrap(),
+        KeyCheck::Refused(KeyRefusal::GroupClosed)
+    );
     assert!(!store.may_use_group(carol.id, vip.id).await.unwrap());
     let refused = store.create_key(key_for(carol.id, vip.id)).await;
     assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
@@ -82,6 +88,10 @@ async fn a_restricted_group_is_for_its_members_and_admins(db: Arc<TestDb>) {
     // An admin made a plain user loses the groups it held as admin only.
     store.set_user_admin(erin.id, false).await.unwrap();
     assert!(store.authenticate(erins.key.expose()).await.unwrap().is_none());
+    assert_eq!(
+        store.check_key(erins.key.expose()).await.unwrap(),
+        KeyCheck::Refused(KeyRefusal::GroupClosed)
+    );
 
     // Opened again, the group is for everyone; its members are kept for the next restriction.
     store.set_group_restricted(vip.id, false).await.unwrap();

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use imagegate_store::keys::{KEY_PREFIX, hash_secret, parse_key};
 use imagegate_store::{
-    GroupId, KeyCache, KeyId, KeyLimits, KeyStatus, KeyUpdate, KeyUse, NewApiKey, NewKey, NewUser, Store,
-    StoreError, Timestamp, UserId,
+    GroupId, KeyCache, KeyCheck, KeyId, KeyLimits, KeyRefusal, KeyStatus, KeyUpdate, KeyUse, NewApiKey,
+    NewKey, NewUser, Store, StoreError, Timestamp, UserId,
 };
 
 use crate::common::TestDb;
@@ -70,9 +70,12 @@ async fn key_authentication(db: Arc<TestDb>) {
     let parsed = parse_key(text).unwrap();
     let wrong = format!("{KEY_PREFIX}{}-{}", parsed.public_id, "Z".repeat(40));
     assert_eq!(store.authenticate(&wrong).await.unwrap(), None);
+    assert_eq!(store.check_key(&wrong).await.unwrap(), KeyCheck::Unknown);
     // Unknown public id with the right secret.
     let unknown = format!("{KEY_PREFIX}zzzzzzzzzzzz-{}", parsed.secret);
     assert_eq!(store.authenticate(&unknown).await.unwrap(), None);
+    assert_eq!(store.check_key(&unknown).await.unwrap(), KeyCheck::Unknown);
+    assert_eq!(store.check_key(text).await.unwrap(), KeyCheck::Valid(auth));
     for malformed in [
         "",
         "Bearer x",
@@ -85,6 +88,11 @@ async fn key_authentication(db: Arc<TestDb>) {
             None,
             "{malformed:?}"
         );
+        assert_eq!(
+            store.check_key(malformed).await.unwrap(),
+            KeyCheck::Unknown,
+            "{malformed:?}"
+        );
     }
 }
 
@@ -95,14 +103,29 @@ async fn key_life_cycle(db: Arc<TestDb>) {
     let text = key.key.expose();
     let id = key.record.id;
 
+    let refused = |refusal| KeyCheck::Refused(refusal);
+    // Another secret for the same public id: only the holder of the secret learns the status.
+    let parsed = parse_key(text).unwrap();
+    let wrong = format!("{KEY_PREFIX}{}-{}", parsed.public_id, "Z".repeat(40));
+
     assert_eq!(store.disable_key(id).await.unwrap().status, KeyStatus::Disabled);
     assert_eq!(store.authenticate(text).await.unwrap(), None);
+    assert_eq!(
+        store.check_key(text).await.unwrap(),
+        refused(KeyRefusal::Disabled)
+    );
+    assert_eq!(store.check_key(&wrong).await.unwrap(), KeyCheck::Unknown);
     assert_eq!(store.enable_key(id).await.unwrap().status, KeyStatus::Active);
     assert!(store.authenticate(text).await.unwrap().is_some());
 
     // Suspended by an administrator: its owner can neither enable nor re-disable it.
     assert_eq!(store.suspend_key(id).await.unwrap().status, KeyStatus::Suspended);
     assert_eq!(store.authenticate(text).await.unwrap(), None);
+    assert_eq!(
+        store.check_key(text).await.unwrap(),
+        refused(KeyRefusal::Suspended)
+    );
+    assert_eq!(store.check_key(&wrong).await.unwrap(), KeyCheck::Unknown);
     assert!(matches!(store.enable_key(id).await, Err(StoreError::Conflict(_))));
     assert!(matches!(
         store.disable_key(id).await,
@@ -134,6 +157,8 @@ async fn key_life_cycle(db: Arc<TestDb>) {
 
     assert_eq!(store.delete_key(id).await.unwrap().status, KeyStatus::Deleted);
     assert_eq!(store.authenticate(text).await.unwrap(), None);
+    assert_eq!(store.check_key(text).await.unwrap(), refused(KeyRefusal::Deleted));
+    assert_eq!(store.check_key(&wrong).await.unwrap(), KeyCheck::Unknown);
     let revive = store.enable_key(id).await;
     assert!(matches!(revive, Err(StoreError::Conflict(_))), "{revive:?}");
     let reinstated = store.reinstate_key(id).await;
@@ -312,6 +337,13 @@ async fn key_cache_follows_disable_and_delete(db: Arc<TestDb>) {
     assert!(cache.authenticate(text).await.unwrap().is_some());
     cache.invalidate(&first.record.public_id);
     assert_eq!(cache.authenticate(text).await.unwrap(), None);
+    // The cache passes the reason on, and keeps nothing for a refused key.
+    assert_eq!(
+        cache.check(text).await.unwrap(),
+        KeyCheck::Refused(KeyRefusal::Disabled)
+    );
+    assert_eq!(cache.check(&wrong).await.unwrap(), KeyCheck::Unknown);
+    assert!(cache.is_empty(), "only valid keys are cached");
 
     // Through the cache: effective at once.
     let other = second.key.expose();
