@@ -117,7 +117,8 @@ impl ApiError {
         self
     }
 
-    /// 401 for a key that is missing, unknown, disabled or deleted.
+    /// 401 for a key that is missing, malformed, unknown or presented with a wrong secret: a message
+    /// that says nothing more. A genuine key that may not be used gets a message saying why.
     pub fn invalid_api_key() -> Self {
         Self::new(
             ErrorKind::InvalidApiKey,

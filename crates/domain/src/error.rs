@@ -17,7 +17,8 @@ pub enum ErrorKind {
     UnknownParameter,
     /// The requested model is not served by this gateway (404).
     ModelNotFound,
-    /// The API key is not a key of the service, or is disabled or deleted (401).
+    /// The API key is not a key of the service, or is disabled, suspended, deleted or in a group
+    /// closed to its owner (401).
     InvalidApiKey,
     /// The key may not use this endpoint or model (403).
     PermissionDenied,

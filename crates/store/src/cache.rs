@@ -1,4 +1,4 @@
-//! [`KeyCache`]: a short-lived in-process cache in front of [`Store::authenticate`].
+//! [`KeyCache`]: a short-lived in-process cache in front of [`Store::check_key`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,8 +28,8 @@ use crate::store::Store;
 /// seen within `stale_if_error` (default 15 min) keeps authenticating from its cached entry, and
 /// for `failure_hold` (default 5 s) after a failure the store is not asked at all, so a dead
 /// database is not hammered by every request. A key not in the cache gets the error
-/// ([`StoreError::Unavailable`] during the hold). A key the store answers "unknown" for is
-/// dropped from the cache, so a deleted key is never served stale.
+/// ([`StoreError::Unavailable`] during the hold). A key the store does not answer valid for
+/// (unknown, refused) is dropped from the cache, so a deleted key is never served stale.
 #[derive(Debug)]
 pub struct KeyCache {
     store: Arc<dyn Store>,
@@ -106,7 +106,7 @@ impl KeyCache {
         &self.store
     }
 
-    /// Like [`Store::authenticate`], answered from the cache when a fresh entry matches.
+    /// The identity of a valid key, as [`KeyCache::check`] finds it.
     pub async fn authenticate(&self, presented: &str) -> StoreResult<Option<AuthContext>> {
         Ok(self.check(presented).await?.valid())
     }

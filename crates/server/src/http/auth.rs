@@ -94,7 +94,36 @@ fn bearer_token(header: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::bearer_token;
+    use std::collections::HashSet;
+
+    use imagegate_codec::ApiError;
+    use imagegate_store::KeyRefusal;
+
+    use super::{bearer_token, refusal_message};
+
+    #[test]
+    fn each_refusal_says_why_and_what_to_do() {
+        let cases = [
+            (KeyRefusal::Disabled, "disabled", "Enable it again"),
+            (KeyRefusal::Suspended, "suspended", "Ask an administrator"),
+            (KeyRefusal::Deleted, "deleted", "Create a new one"),
+            (KeyRefusal::GroupClosed, "members only", "Ask an administrator"),
+        ];
+        let generic = ApiError::invalid_api_key();
+        let mut seen = HashSet::new();
+        for (refusal, why, what) in cases {
+            let message = refusal_message(refusal);
+            assert!(
+                message.contains(why) && message.contains(what),
+                "{refusal:?}: {message}"
+            );
+            assert!(seen.insert(message), "{refusal:?} shares its message");
+            assert!(
+                !format!("{generic:?}").contains(message),
+                "{refusal:?} reads like an unknown key"
+            );
+        }
+    }
 
     #[test]
     fn bearer_tokens_are_extracted() {

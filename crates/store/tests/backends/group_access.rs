@@ -66,6 +66,13 @@ async fn a_restricted_group_is_for_its_members_and_admins(db: Arc<TestDb>) {
         store.check_key(carols.key.expose()).await.unwrap(),
         KeyCheck::Refused(KeyRefusal::GroupClosed)
     );
+    let (public, _) = carols.key.expose().rsplit_once('-').unwrap();
+    let guessed = format!("{public}-{}", "0".repeat(40));
+    assert_eq!(
+        store.check_key(&guessed).await.unwrap(),
+        KeyCheck::Unknown,
+        "a guess learns nothing"
+    );
     assert!(!store.may_use_group(carol.id, vip.id).await.unwrap());
     let refused = store.create_key(key_for(carol.id, vip.id)).await;
     assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
