@@ -23,14 +23,15 @@ fn tokens(count: u64) -> i64 {
     to_i64(count.min(MAX_TOKENS))
 }
 
-/// Most rows per INSERT statement: 28 parameters each stays below both backends' parameter limits.
-const ROWS_PER_STATEMENT: usize = 256;
+/// Most rows per INSERT statement, per backend (28 parameters a row stays below both backends'
+/// parameter limits).
+const ROWS_PER_STATEMENT: usize = super::USAGE_ROWS_PER_STATEMENT;
 
 /// How many statement sizes there are: 1, 2, 4, ..., [`ROWS_PER_STATEMENT`].
 const STATEMENT_SIZES: usize = ROWS_PER_STATEMENT.trailing_zeros() as usize + 1;
 
 /// Splits `len` rows into statement sizes that are powers of two up to [`ROWS_PER_STATEMENT`],
-/// largest first, so a connection only ever sees 9 distinct INSERT texts and keeps them all in its
+/// largest first, so a connection only ever sees a handful of distinct INSERT texts (7 or 9) and keeps them all in its
 /// prepared-statement cache. One text per batch size made SQLite parse a new statement on most
 /// flushes (about 34,000 instructions per request in the callgrind profile, docs/benchmarks.md).
 fn statement_sizes(mut len: usize) -> impl Iterator<Item = usize> {
@@ -150,7 +151,7 @@ mod tests {
 
     use std::borrow::Cow;
 
-    use super::{ROWS_PER_STATEMENT, build_insert_sql, insert_sql, statement_sizes};
+    use super::{ROWS_PER_STATEMENT, STATEMENT_SIZES, build_insert_sql, insert_sql, statement_sizes};
 
     #[test]
     fn each_statement_size_keeps_its_own_insert_text() {
@@ -189,6 +190,8 @@ mod tests {
             );
             distinct.extend(sizes);
         }
-        assert_eq!(distinct.len(), 9);
+        assert!(ROWS_PER_STATEMENT.is_power_of_two());
+        assert_eq!(distinct.len(), STATEMENT_SIZES);
+        assert!(distinct.len() <= 9, "few enough to stay prepared");
     }
 }
