@@ -143,13 +143,21 @@ async fn a_restricted_group_refuses_the_keys_of_users_outside_it() {
     let s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);
     let dir = s.dir.path();
     admin(dir, &["users", "add", "carol"]);
-    let status_for = |key: String| {
+    let answer_for = |key: String| {
         let request = s
             .client
             .post(s.gateway.v1("/images/generations"))
             .bearer_auth(key)
             .json(&generation());
-        async move { request.send().await.unwrap().status().as_u16() }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let status_for = |key: String| {
+        let answer = answer_for(key);
+        async move { answer.await.0 }
     };
     assert_eq!(
         status_for(s.key.clone()).await,
@@ -184,22 +192,8 @@ async fn a_restricted_group_refuses_the_keys_of_users_outside_it() {
         .trim()
         .to_owned();
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    assert_eq!(
-        status_for(s.key.clone()).await,
-        401,
-        "alice's key, the group restricted"
-    );
-    let refused: serde_json::Value = s
-        .client
-        .post(s.gateway.v1("/images/generations"))
-        .bearer_auth(&s.key)
-        .json(&generation())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (status, refused) = answer_for(s.key.clone()).await;
+    assert_eq!(status, 401, "alice's key, the group restricted");
     assert_eq!(refused["error"]["code"], "INVALID_API_KEY");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(

@@ -156,6 +156,18 @@ pub enum KeyRefusal {
     GroupClosed,
 }
 
+impl KeyRefusal {
+    /// The refusal a key's status alone makes; `None` for an active key.
+    pub fn of_status(status: KeyStatus) -> Option<Self> {
+        match status {
+            KeyStatus::Active => None,
+            KeyStatus::Disabled => Some(Self::Disabled),
+            KeyStatus::Suspended => Some(Self::Suspended),
+            KeyStatus::Deleted => Some(Self::Deleted),
+        }
+    }
+}
+
 /// One use of a key, for [`Store::touch_keys`](crate::Store::touch_keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyUse {

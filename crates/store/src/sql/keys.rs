@@ -168,13 +168,7 @@ pub(super) async fn check_key(pool: &Pool<Db>, presented: &str) -> StoreResult<K
         return Ok(KeyCheck::Unknown);
     }
     let (status, context) = row.into_record_and_context()?;
-    let refusal = match status {
-        KeyStatus::Active => None,
-        KeyStatus::Disabled => Some(KeyRefusal::Disabled),
-        KeyStatus::Suspended => Some(KeyRefusal::Suspended),
-        KeyStatus::Deleted => Some(KeyRefusal::Deleted),
-    };
-    if let Some(refusal) = refusal {
+    if let Some(refusal) = KeyRefusal::of_status(status) {
         return Ok(KeyCheck::Refused(refusal));
     }
     if !users::may_use_group(pool, context.user_id, context.group_id).await? {
