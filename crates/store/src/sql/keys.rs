@@ -1,6 +1,6 @@
 //! API keys: creation, status, authentication. Compiled once per backend.
 
-use sqlx::Pool;
+use sqlx::{FromRow, Pool, Row};
 
 use super::{Db, users};
 use crate::error::{StoreError, StoreResult};
@@ -152,26 +152,34 @@ async fn changed_or_conflict(
     }
 }
 
+/// Looks up the presented key, its status and whether its user may still use its group in one
+/// query: this runs on every key-cache miss, in front of a request.
 pub(super) async fn check_key(pool: &Pool<Db>, presented: &str) -> StoreResult<KeyCheck> {
     let Some(parsed) = parse_key(presented) else {
         return Ok(KeyCheck::Unknown);
     };
-    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE public_id = $1");
-    let row: Option<KeyRow> = sqlx::query_as(&sql)
+    let sql = format!(
+        "SELECT {KEY_COLUMNS}, EXISTS (SELECT 1 FROM groups g WHERE g.id = k.group_id AND {}) AS may_use \
+         FROM api_keys k WHERE k.public_id = $1",
+        users::may_use("k.user_id")
+    );
+    let row = sqlx::query(&sql)
         .bind(parsed.public_id)
         .fetch_optional(pool)
         .await?;
     let Some(row) = row else {
         return Ok(KeyCheck::Unknown);
     };
-    if !verify_secret(parsed.secret, &row.secret_sha256) {
+    let key = KeyRow::from_row(&row)?;
+    if !verify_secret(parsed.secret, &key.secret_sha256) {
         return Ok(KeyCheck::Unknown);
     }
-    let (status, context) = row.into_record_and_context()?;
+    let may_use: bool = row.try_get("may_use")?;
+    let (status, context) = key.into_record_and_context()?;
     if let Some(refusal) = KeyRefusal::of_status(status) {
         return Ok(KeyCheck::Refused(refusal));
     }
-    if !users::may_use_group(pool, context.user_id, context.group_id).await? {
+    if !may_use {
         return Ok(KeyCheck::Refused(KeyRefusal::GroupClosed));
     }
     Ok(KeyCheck::Valid(context))

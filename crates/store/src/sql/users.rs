@@ -161,13 +161,17 @@ pub(super) async fn set_group_members(pool: &Pool<Db>, id: GroupId, members: &[U
     Ok(())
 }
 
-/// The condition under which user `$1` may use group `g`: the user exists, and the group is open
-/// or the user is an admin or one of its members.
-const MAY_USE: &str = "EXISTS (SELECT 1 FROM users u WHERE u.id = $1 AND (NOT g.restricted OR u.is_admin \
-     OR EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = u.id)))";
+/// The condition under which user `user` (an SQL expression: a parameter or a column) may use
+/// group `g`: the user exists, and the group is open or the user is an admin or one of its members.
+pub(super) fn may_use(user: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM users u WHERE u.id = {user} AND (NOT g.restricted OR u.is_admin \
+         OR EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = u.id)))"
+    )
+}
 
 pub(super) async fn may_use_group(pool: &Pool<Db>, user: UserId, group: GroupId) -> StoreResult<bool> {
-    let sql = format!("SELECT g.id FROM groups g WHERE g.id = $2 AND {MAY_USE}");
+    let sql = format!("SELECT g.id FROM groups g WHERE g.id = $2 AND {}", may_use("$1"));
     let found: Option<i64> = sqlx::query_scalar(&sql)
         .bind(user.0)
         .bind(group.0)
@@ -178,7 +182,8 @@ pub(super) async fn may_use_group(pool: &Pool<Db>, user: UserId, group: GroupId)
 
 pub(super) async fn groups_for(pool: &Pool<Db>, user: UserId) -> StoreResult<Vec<Group>> {
     let sql = format!(
-        "SELECT g.id, g.name, g.restricted, g.created_at FROM groups g WHERE {MAY_USE} ORDER BY g.id"
+        "SELECT g.id, g.name, g.restricted, g.created_at FROM groups g WHERE {} ORDER BY g.id",
+        may_use("$1")
     );
     let rows: Vec<GroupRow> = sqlx::query_as(&sql).bind(user.0).fetch_all(pool).await?;
     Ok(rows.into_iter().map(Group::from).collect())
