@@ -217,6 +217,44 @@ async fn an_edit_with_a_mask_is_a_responses_call_with_the_images() {
 }
 
 #[tokio::test]
+async fn an_image_smaller_than_asked_is_reported_and_recorded_at_its_own_size() {
+    // With `--tiny-images` the simulator makes 32x32 images and says they have the size asked for,
+    // as an upstream that downgrades a request without saying so would.
+    let c = codex_setup_with(&fresh_credential("at-sub"), &["--tiny-images"]);
+    let body = c
+        .generate(
+            json!({"model": "gpt-image-2", "prompt": "a harbour", "size": "1536x1024", "quality": "low"}),
+        )
+        .await;
+    let image = decode_png(&body["data"][0]["b64_json"]);
+    assert_eq!((image.width(), image.height()), (32, 32));
+    assert_eq!(
+        body["size"], "32x32",
+        "the size the image has, not the one asked for: {body}"
+    );
+
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "a harbour", "size": "1536x1024",
+                "quality": "low", "stream": true, "partial_images": 1}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    let sizes: Vec<&Value> = events.iter().map(|(_, event)| &event["size"]).collect();
+    assert_eq!(sizes, [&json!("32x32"), &json!("32x32")], "{events:?}");
+
+    let records = c.s.usage_at_least(2).await;
+    for record in &records {
+        assert_eq!(record["size_requested"], "1536x1024", "{record}");
+        assert_eq!(record["size_produced"], "32x32", "{record}");
+    }
+}
+
+#[tokio::test]
 async fn n_two_gives_two_images_from_two_calls() {
     let c = codex_setup(&fresh_credential("at-sub"));
     let body = c

@@ -5,6 +5,9 @@
 
 use std::borrow::Cow;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use imagegate_codec::image_header;
 use imagegate_codec::sse::SseEvent;
 use imagegate_domain::Usage;
 use reqwest::header::HeaderMap;
@@ -29,7 +32,9 @@ pub(crate) enum Step {
     Ignore,
 }
 
-/// Image properties as the upstream reports them (each may be missing).
+/// Image properties as the upstream reports them (each may be missing), but for `size`: the
+/// dimensions in the image's own header where they can be read, so an image smaller than the
+/// upstream says is reported (and recorded) at the size it has.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Resolved {
     pub(crate) size: Option<String>,
@@ -117,17 +122,37 @@ fn owned(value: Option<Cow<'_, str>>) -> Option<String> {
     value.map(Cow::into_owned)
 }
 
+/// Base64 characters decoded to read an image's header: 48 KiB of the file, past the metadata
+/// segments (EXIF, ICC profile) that may come before a JPEG's frame header.
+const HEADER_B64_CHARS: usize = 4 * 16_384;
+
+/// The pixel size (`WxH`) in the header of the base64 image `b64`, if it is a PNG, JPEG or WebP
+/// file whose header lies within its first [`HEADER_B64_CHARS`] characters.
+pub(crate) fn header_size(b64: &str) -> Option<String> {
+    let prefix = b64.get(..b64.len().min(HEADER_B64_CHARS) / 4 * 4)?;
+    let bytes = STANDARD.decode(prefix).ok()?;
+    image_header::sniff(&bytes)
+        .ok()
+        .map(|info| info.dimensions.to_string())
+}
+
+/// The size to report for image `b64`: its own, else what the upstream said.
+fn produced_size(b64: &str, reported: Option<Cow<'_, str>>) -> Option<String> {
+    header_size(b64).or_else(|| owned(reported))
+}
+
 impl<'a> Item<'a> {
     fn into_final(self) -> Option<FinalImage> {
         if self.kind != "image_generation_call" {
             return None;
         }
         let b64 = self.result.filter(|result| !result.is_empty())?.into_owned();
+        let size = produced_size(&b64, self.size);
         Some(FinalImage {
             b64,
             revised_prompt: owned(self.revised_prompt),
             resolved: Resolved {
-                size: owned(self.size),
+                size,
                 quality: owned(self.quality),
                 background: owned(self.background),
                 output_format: owned(self.output_format),
@@ -145,14 +170,14 @@ pub(crate) fn step(event: &SseEvent) -> Step {
     match event.kind.as_ref() {
         "response.image_generation_call.partial_image" => match event.partial_image_b64 {
             Some(b64) => Step::Partial(PartialImage {
-                b64: b64.into_owned(),
-                index: event.partial_image_index.unwrap_or(0),
                 resolved: Resolved {
-                    size: owned(event.size),
+                    size: produced_size(&b64, event.size),
                     quality: owned(event.quality),
                     background: owned(event.background),
                     output_format: owned(event.output_format),
                 },
+                index: event.partial_image_index.unwrap_or(0),
+                b64: b64.into_owned(),
             }),
             None => Step::Ignore,
         },

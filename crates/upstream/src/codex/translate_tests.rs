@@ -50,6 +50,68 @@ fn the_done_image_item_is_the_final_image() {
     assert_eq!(image.resolved.quality, None);
 }
 
+/// A PNG file of `width` x `height` (RGBA) whose pixel data is `idat_len` zero bytes: only its
+/// header is read.
+fn png_b64(width: u32, height: u32, idat_len: usize) -> String {
+    let mut file = b"\x89PNG\r\n\x1a\n".to_vec();
+    file.extend_from_slice(&13u32.to_be_bytes());
+    file.extend_from_slice(b"IHDR");
+    file.extend_from_slice(&width.to_be_bytes());
+    file.extend_from_slice(&height.to_be_bytes());
+    file.extend_from_slice(&[8, 6, 0, 0, 0]);
+    file.extend_from_slice(&[0; 4]);
+    file.extend_from_slice(&u32::try_from(idat_len).expect("small").to_be_bytes());
+    file.extend_from_slice(b"IDAT");
+    file.resize(file.len() + idat_len + 4, 0);
+    STANDARD.encode(file)
+}
+
+#[test]
+fn an_image_smaller_than_the_upstream_says_is_reported_at_its_own_size() {
+    // A 4K request answered with a 1.5 MP image that the item calls 3840x2160.
+    let b64 = png_b64(1632, 928, 200_000);
+    assert!(b64.len() > HEADER_B64_CHARS, "the header is read from a prefix");
+    let done = json!({"type": "response.output_item.done", "item": {"type": "image_generation_call",
+        "result": b64, "size": "3840x2160", "quality": "high"}});
+    let Step::Image(image) = step(&ev(done)) else {
+        panic!("expected an image")
+    };
+    assert_eq!(image.resolved.size.as_deref(), Some("1632x928"));
+    assert_eq!(image.resolved.quality.as_deref(), Some("high"));
+    let partial = json!({"type": "response.image_generation_call.partial_image",
+        "partial_image_index": 0, "partial_image_b64": png_b64(256, 144, 10), "size": "3840x2160"});
+    let Step::Partial(partial) = step(&ev(partial)) else {
+        panic!("expected a partial image")
+    };
+    assert_eq!(partial.resolved.size.as_deref(), Some("256x144"));
+    assert_eq!(partial.index, 0);
+}
+
+#[test]
+fn an_unreadable_header_leaves_the_upstreams_size() {
+    assert_eq!(header_size("RklOQUw="), None, "not an image");
+    assert_eq!(header_size("not base64!"), None);
+    // A JPEG whose frame header lies past the decoded prefix (a 60,000-byte APP1 segment).
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE1, 0xEA, 0x62];
+    jpeg.resize(jpeg.len() + 60_000, 0);
+    jpeg.extend_from_slice(&[0xFF, 0xC0, 0x00, 0x11, 8, 0x04, 0x00, 0x04, 0x00, 3]);
+    jpeg.resize(jpeg.len() + 200, 0);
+    let b64 = STANDARD.encode(&jpeg);
+    assert_eq!(header_size(&b64), None);
+    let done = json!({"type": "response.output_item.done", "item": {"type": "image_generation_call",
+        "result": b64, "size": "1024x1024"}});
+    let Step::Image(image) = step(&ev(done)) else {
+        panic!("expected an image")
+    };
+    assert_eq!(image.resolved.size.as_deref(), Some("1024x1024"));
+    // The same file with a short segment is read.
+    let mut short = vec![0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x12];
+    short.resize(short.len() + 16, 0);
+    short.extend_from_slice(&[0xFF, 0xC0, 0x00, 0x11, 8, 0x04, 0x00, 0x03, 0x00, 3]);
+    short.resize(short.len() + 200, 0);
+    assert_eq!(header_size(&STANDARD.encode(&short)).as_deref(), Some("768x1024"));
+}
+
 #[test]
 fn other_items_and_events_are_ignored() {
     let message = json!({"type": "response.output_item.done", "item": {"type": "message", "content": []}});
