@@ -97,6 +97,50 @@ async fn a_failure_after_some_of_n_images_keeps_what_they_cost() {
 }
 
 #[tokio::test]
+async fn the_images_document_goes_out_in_pieces_with_its_length_and_summary() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(2),
+        size: Some("1024x1536".into()),
+        ..prompt_only("a cat")
+    });
+    let reply = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap();
+    let Reply::JsonStream(mut stream) = reply else {
+        panic!("the images go out from their own buffers, not copied into a whole document")
+    };
+    assert!(
+        stream.head.ends_with(b"\"data\":[{\"b64_json\":\""),
+        "{:?}",
+        stream.head
+    );
+    let mut body = stream.head.to_vec();
+    while let Some(piece) = stream.rest.next().await {
+        body.extend_from_slice(&piece.unwrap());
+    }
+    assert_eq!(stream.content_length, Some(body.len() as u64));
+    let document: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(document["data"].as_array().map(Vec::len), Some(2));
+    let summary = stream
+        .summary
+        .take()
+        .expect("the summary, once the body has ended");
+    assert_eq!(summary.images, 2);
+    assert_eq!(summary.size.as_deref(), Some("1024x1536"));
+    assert_eq!(
+        summary.usage.map(|usage| usage.output_tokens),
+        document["usage"]["output_tokens"].as_u64()
+    );
+}
+
+#[tokio::test]
 async fn n_images_are_n_sequential_calls_summed_into_one_images_response() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))

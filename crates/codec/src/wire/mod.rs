@@ -1,6 +1,7 @@
 //! Serde types (with JSON Schemas) for everything the gateway puts on the wire.
 
 pub mod images;
+mod images_json;
 pub mod models;
 pub mod requests;
 pub mod responses;

@@ -24,6 +24,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use imagegate_codec::sse::SseEvent;
+use imagegate_codec::usage_scan::ResponseSummary;
 use imagegate_codec::wire::images::{
     CompletedImageEvent, ImageData, ImageEndpoint, ImageStreamEvent, ImagesResponse, PartialImageEvent,
 };
@@ -37,7 +38,7 @@ use crate::client::UpstreamConfig;
 use crate::failure::{Failure, FailureKind, Spent, SpentSoFar};
 use crate::openai::read_clock::ReadClock;
 use crate::openai::{self, Deadline, RequestBody, now_unix_ms};
-use crate::reply::{EventStream, Reply};
+use crate::reply::{EndSummary, EventStream, JsonStream, Reply};
 use crate::target::AccountTarget;
 
 /// One call to a ChatGPT-subscription account.
@@ -203,7 +204,7 @@ impl Run {
                     "the upstream stream ended before the response completed",
                 )),
                 Some(Err(failure)) => Step::Failed(failure),
-                Some(Ok(event)) => step(&event),
+                Some(Ok(event)) => step(&event, self.pending.is_some()),
             };
             match step {
                 Step::Ignore => {}
@@ -338,14 +339,40 @@ impl Run {
             size: resolved.size.or_else(|| not_auto(&requested.size, "auto")),
             usage: Some(usage),
         };
-        let body = serde_json::to_vec(&response)
-            .map_err(|err| Failure::protocol(format!("encoding the images response failed: {err}")))?;
-        Ok(Reply::Json {
-            body: Bytes::from(body),
-            request_id: None,
-            summary: None,
-        })
+        Ok(Reply::JsonStream(images_document(response)?))
     }
+}
+
+/// `response` as a body sent in pieces: the images go out from the buffers they were received
+/// into, so they are held once, never copied into a second, whole document.
+fn images_document(response: ImagesResponse) -> Result<JsonStream, Failure> {
+    let summary = ResponseSummary {
+        created: Some(response.created),
+        size: response.size.clone(),
+        quality: response.quality.clone(),
+        output_format: response.output_format.clone(),
+        background: response.background.clone(),
+        usage: response.usage,
+        images: response.data.len(),
+        ..ResponseSummary::default()
+    };
+    let mut pieces = response
+        .into_json_pieces()
+        .map_err(|err| Failure::protocol(format!("encoding the images response failed: {err}")))?
+        .into_iter();
+    let head = pieces.next().unwrap_or_default();
+    let rest: Vec<Bytes> = pieces.collect();
+    let length = head.len() + rest.iter().map(Bytes::len).sum::<usize>();
+    let (sender, end_summary) = EndSummary::channel();
+    // Known before the first byte is sent: the relay takes it when the body has ended.
+    let _ = sender.send(summary);
+    Ok(JsonStream {
+        head,
+        rest: futures::stream::iter(rest.into_iter().map(Ok)).boxed(),
+        summary: end_summary,
+        request_id: None,
+        content_length: u64::try_from(length).ok(),
+    })
 }
 
 /// Starts the call for the next image with main model number `model_index`, under `deadline`.

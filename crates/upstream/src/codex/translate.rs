@@ -63,7 +63,7 @@ pub(crate) struct FinalImage {
 struct Event<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     partial_image_b64: Option<Cow<'a, str>>,
     #[serde(default)]
     partial_image_index: Option<u32>,
@@ -85,7 +85,7 @@ struct Event<'a> {
 struct Item<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     result: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     revised_prompt: Option<Cow<'a, str>>,
@@ -116,6 +116,19 @@ struct ToolUsage {
     /// `None` where its shape is not one we read: an odd usage must not cost the image.
     #[serde(default, deserialize_with = "imagegate_codec::usage_scan::usage_if_readable")]
     image_gen: Option<Usage>,
+}
+
+/// An optional string borrowed from the event's data unless it has escapes (base64 has none). A
+/// plain `Option<Cow<str>>` field never borrows (serde borrows a `Cow` only where it is the whole
+/// field), and an image copied out of the data only to be dropped (the one `response.completed`
+/// repeats) would cost its size twice for a moment.
+fn borrowed<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Text<'de>>::deserialize(deserializer)?.map(|text| text.0))
 }
 
 fn owned(value: Option<Cow<'_, str>>) -> Option<String> {
@@ -162,8 +175,9 @@ impl<'a> Item<'a> {
 }
 
 /// Reads one event of the upstream stream (error events were already turned into failures by the
-/// relay).
-pub(crate) fn step(event: &SseEvent) -> Step {
+/// relay). With `image_in_hand` (an `output_item.done` gave the final image), the copy of it that
+/// `response.completed` repeats is left in the event's data instead of being copied out.
+pub(crate) fn step(event: &SseEvent, image_in_hand: bool) -> Step {
     let Ok(event) = serde_json::from_str::<Event<'_>>(&event.data) else {
         return Step::Ignore;
     };
@@ -190,7 +204,11 @@ pub(crate) fn step(event: &SseEvent) -> Step {
             let (usage, image) = match response {
                 Some(response) => {
                     let usage = response.tool_usage.and_then(|t| t.image_gen).unwrap_or_default();
-                    (usage, response.output.into_iter().find_map(Item::into_final))
+                    let image = match image_in_hand {
+                        true => None,
+                        false => response.output.into_iter().find_map(Item::into_final),
+                    };
+                    (usage, image)
                 }
                 None => (Usage::default(), None),
             };

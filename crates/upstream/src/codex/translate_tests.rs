@@ -3,6 +3,11 @@ use crate::failure::FailureKind;
 use imagegate_domain::TokenDetails;
 use serde_json::json;
 
+/// Steps with no final image in hand yet.
+fn step(event: &SseEvent) -> Step {
+    super::step(event, false)
+}
+
 fn ev(data: Value) -> SseEvent {
     let kind = data["type"].as_str().map(str::to_owned);
     SseEvent {
@@ -181,6 +186,18 @@ fn completion_carries_the_image_when_no_item_event_did() {
 }
 
 #[test]
+fn completion_leaves_the_repeated_image_alone_when_one_is_in_hand() {
+    let completed = ev(json!({"type": "response.completed", "response": {
+        "tool_usage": {"image_gen": {"input_tokens": 3, "output_tokens": 272, "total_tokens": 275}},
+        "output": [{"type": "image_generation_call", "result": "SU1H"}]}}));
+    let Step::Completed { usage, image } = super::step(&completed, true) else {
+        panic!("expected the completion")
+    };
+    assert_eq!(image, None, "the image in hand is the one relayed");
+    assert_eq!(usage.output_tokens, 272, "the usage is read all the same");
+}
+
+#[test]
 fn an_odd_tool_usage_costs_neither_the_image_nor_the_readable_counts() {
     // `null` details: the counts beside them are kept.
     let step_with_nulls = step(&ev(json!({"type": "response.completed", "response": {
@@ -262,4 +279,25 @@ fn failed_responses_are_classified() {
         failure.message,
         "the upstream response is incomplete (max_output_tokens)"
     );
+}
+
+#[test]
+fn image_data_is_borrowed_from_the_event_until_it_is_kept() {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default, deserialize_with = "borrowed")]
+        text: Option<Cow<'a, str>>,
+    }
+    let probe: Probe<'_> = serde_json::from_str(r#"{"text": "iVBORw0KGgo+/A=="}"#).expect("parses");
+    assert!(matches!(probe.text, Some(Cow::Borrowed("iVBORw0KGgo+/A=="))));
+    let escaped: Probe<'_> = serde_json::from_str(r#"{"text": "a \"fox\""}"#).expect("parses");
+    assert!(matches!(escaped.text.as_deref(), Some("a \"fox\"")));
+    let null: Probe<'_> = serde_json::from_str(r#"{"text": null}"#).expect("parses");
+    assert!(null.text.is_none());
+    let missing: Probe<'_> = serde_json::from_str("{}").expect("parses");
+    assert!(missing.text.is_none());
+    let data = r#"{"type": "response.output_item.done", "item": {"type": "image_generation_call", "result": "RklOQUw="}}"#;
+    let event: Event<'_> = serde_json::from_str(data).expect("parses");
+    let result = event.item.and_then(|item| item.result);
+    assert!(matches!(result, Some(Cow::Borrowed("RklOQUw="))), "{result:?}");
 }
