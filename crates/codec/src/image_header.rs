@@ -72,6 +72,26 @@ pub fn sniff(bytes: &[u8]) -> Result<ImageInfo, HeaderError> {
     })
 }
 
+/// The pixel size in the header at the start of a file, when it is complete there: unlike
+/// [`sniff`], the alpha channel is not looked for, so a PNG needs only its `IHDR` chunk (the
+/// chunks before its pixel data, such as an ICC profile, may lie past `prefix`).
+pub fn dimensions(prefix: &[u8]) -> Option<Dimensions> {
+    let (width, height) = match sniff_format(prefix)? {
+        ImageFileFormat::Png => {
+            let ihdr_at = PNG_SIGNATURE.len();
+            if prefix.get(ihdr_at + 4..ihdr_at + 8) != Some(b"IHDR") {
+                return None;
+            }
+            (be_u32(prefix, ihdr_at + 8)?, be_u32(prefix, ihdr_at + 12)?)
+        }
+        _ => {
+            let info = sniff(prefix).ok()?;
+            (info.dimensions.width, info.dimensions.height)
+        }
+    };
+    (width > 0 && height > 0).then_some(Dimensions { width, height })
+}
+
 type Header = (ImageFileFormat, u32, u32, bool);
 
 fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {

@@ -2,7 +2,7 @@
 
 mod support;
 
-use imagegate_codec::image_header::{HeaderError, sniff, sniff_format};
+use imagegate_codec::image_header::{HeaderError, dimensions, sniff, sniff_format};
 use imagegate_domain::{Dimensions, ImageFileFormat};
 use proptest::prelude::*;
 
@@ -21,6 +21,21 @@ fn png_colour_types_and_trns() {
     check(&support::png_rgb(16, 48), ImageFileFormat::Png, 16, 48, false);
     check(&support::png_rgb_trns(5, 3), ImageFileFormat::Png, 5, 3, true);
     check(&support::png_gray_alpha(9, 9), ImageFileFormat::Png, 9, 9, true);
+}
+
+#[test]
+fn dimensions_need_only_the_header_at_the_start() {
+    let size = |width, height| Some(Dimensions { width, height });
+    assert_eq!(dimensions(&support::png_rgba(37, 21)), size(37, 21));
+    // An opaque PNG cut right after its IHDR chunk: `sniff` would look on for a tRNS chunk.
+    let opaque = support::png_rgb(16, 48);
+    let cut = &opaque[..8 + 8 + 13 + 4];
+    assert_eq!(sniff(cut), Err(HeaderError::Truncated(ImageFileFormat::Png)));
+    assert_eq!(dimensions(cut), size(16, 48));
+    assert_eq!(dimensions(&opaque[..20]), None, "IHDR cut short");
+    assert_eq!(dimensions(&support::jpeg(40, 24)), size(40, 24));
+    assert_eq!(dimensions(&support::webp_lossless(33, 17, true)), size(33, 17));
+    assert_eq!(dimensions(b"GIF89a..........."), None);
 }
 
 #[test]

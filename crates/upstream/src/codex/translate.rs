@@ -144,9 +144,7 @@ const HEADER_B64_CHARS: usize = 4 * 16_384;
 pub(crate) fn header_size(b64: &str) -> Option<String> {
     let prefix = b64.get(..b64.len().min(HEADER_B64_CHARS) / 4 * 4)?;
     let bytes = STANDARD.decode(prefix).ok()?;
-    image_header::sniff(&bytes)
-        .ok()
-        .map(|info| info.dimensions.to_string())
+    image_header::dimensions(&bytes).map(|dimensions| dimensions.to_string())
 }
 
 /// The size to report for image `b64`: its own, else what the upstream said.

@@ -58,13 +58,24 @@ fn the_done_image_item_is_the_final_image() {
 /// A PNG file of `width` x `height` (RGBA) whose pixel data is `idat_len` zero bytes: only its
 /// header is read.
 fn png_b64(width: u32, height: u32, idat_len: usize) -> String {
+    png_b64_of(width, height, 6, 0, idat_len)
+}
+
+/// A PNG file of colour type `colour` with an ancillary chunk of `before_idat` bytes between its
+/// header and its pixel data.
+fn png_b64_of(width: u32, height: u32, colour: u8, before_idat: usize, idat_len: usize) -> String {
     let mut file = b"\x89PNG\r\n\x1a\n".to_vec();
     file.extend_from_slice(&13u32.to_be_bytes());
     file.extend_from_slice(b"IHDR");
     file.extend_from_slice(&width.to_be_bytes());
     file.extend_from_slice(&height.to_be_bytes());
-    file.extend_from_slice(&[8, 6, 0, 0, 0]);
+    file.extend_from_slice(&[8, colour, 0, 0, 0]);
     file.extend_from_slice(&[0; 4]);
+    if before_idat > 0 {
+        file.extend_from_slice(&u32::try_from(before_idat).expect("small").to_be_bytes());
+        file.extend_from_slice(b"iCCP");
+        file.resize(file.len() + before_idat + 4, 0);
+    }
     file.extend_from_slice(&u32::try_from(idat_len).expect("small").to_be_bytes());
     file.extend_from_slice(b"IDAT");
     file.resize(file.len() + idat_len + 4, 0);
@@ -90,6 +101,13 @@ fn an_image_smaller_than_the_upstream_says_is_reported_at_its_own_size() {
     };
     assert_eq!(partial.resolved.size.as_deref(), Some("256x144"));
     assert_eq!(partial.index, 0);
+}
+
+#[test]
+fn an_opaque_png_is_measured_from_its_header_alone() {
+    // RGB (no alpha channel) with a 100 KB profile before its pixel data, past the decoded prefix.
+    let b64 = png_b64_of(2048, 1152, 2, 100_000, 1_000);
+    assert_eq!(header_size(&b64).as_deref(), Some("2048x1152"));
 }
 
 #[test]
