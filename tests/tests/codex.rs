@@ -255,6 +255,39 @@ async fn an_image_smaller_than_asked_is_reported_and_recorded_at_its_own_size() 
 }
 
 #[tokio::test]
+async fn a_client_leaving_during_the_download_leaves_the_account_its_success() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    // Three 3840x2160 images, about 39 MB: more than the sockets hold, so the client leaves with
+    // most of the document unsent.
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "three lighthouses", "size": "3840x2160",
+                "quality": "low", "n": 3}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    drop(response);
+    let records = c.s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 499, "{}", records[0]);
+    assert_eq!(
+        records[0]["images"], 3,
+        "the images made are billed: {}",
+        records[0]
+    );
+    // The upstream did its part: the account is not left short of a success, which is what keeps
+    // its failure streak and circuit breaker honest.
+    let live = &c.s.accounts()["accounts"][0]["live"];
+    assert_eq!(
+        (&live["successes"], &live["failures"]),
+        (&json!(1), &json!(0)),
+        "{live}"
+    );
+}
+
+#[tokio::test]
 async fn n_two_gives_two_images_from_two_calls() {
     let c = codex_setup(&fresh_credential("at-sub"));
     let body = c

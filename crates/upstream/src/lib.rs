@@ -100,7 +100,8 @@ pub trait Upstream: Send + Sync {
     /// Sends `call` to `target` and returns its answer, within `deadline` (which covers the whole
     /// call, a stream's events included).
     ///
-    /// Non-streaming calls return [`Reply::Json`]; streaming calls return [`Reply::Events`] as soon
+    /// Non-streaming calls return [`Reply::Json`], or [`Reply::JsonStream`] for an Images answer
+    /// sent in pieces; streaming calls return [`Reply::Events`] as soon
     /// as the upstream has answered with a success status, and the events follow as they arrive.
     /// Nothing has been relayed to the client when the first item of the stream is an error, so a
     /// caller may still try another account then.

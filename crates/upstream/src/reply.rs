@@ -64,21 +64,29 @@ pub fn joined_events(items: ItemStream) -> EventStream {
 /// cleanly only after a complete JSON document.
 pub type BodyStream = BoxStream<'static, Result<Bytes, Failure>>;
 
-/// A non-streaming Images answer relayed as it arrives.
+/// A non-streaming Images answer sent in pieces: an API-key account's, relayed as it arrives from
+/// the upstream, or a subscription account's, which the gateway built with each image in a piece of
+/// its own ([`Self::in_hand`]).
 pub struct JsonStream {
     /// The body up to the start of the first image's base64: enough to know it is a JSON object
     /// with at least one `b64_json` image.
     pub head: Bytes,
     /// The rest of the body, byte for byte.
     pub rest: BodyStream,
-    /// What the scan of the whole body found, once `rest` has ended cleanly.
+    /// What the scan of the whole body found (or, for a body in hand, what it was built from),
+    /// once `rest` has ended cleanly.
     pub summary: EndSummary,
     /// The upstream's `x-request-id` header.
     pub request_id: Option<String>,
-    /// The body's length as the upstream declared it (`content-length`), which `head` and `rest`
-    /// add up to when the stream ends cleanly: the relay can pass it on, so the client reads a
-    /// length-delimited body instead of a chunked one.
+    /// The body's length as the upstream declared it (`content-length`; for a body in hand, as
+    /// built), which `head` and `rest` add up to when the stream ends cleanly: the relay can pass
+    /// it on, so the client reads a length-delimited body instead of a chunked one.
     pub content_length: Option<u64>,
+    /// Whether the whole body is in memory already (built by the gateway, as a subscription
+    /// account's answer is): the upstream's part is over when the reply is returned, so the relay
+    /// records the account's success and the upstream time then, not when the client has read the
+    /// last byte.
+    pub in_hand: bool,
 }
 
 /// The [`ResponseSummary`] of a [`JsonStream`]'s body, handed over when its `rest` ends: the
@@ -115,7 +123,8 @@ pub enum Reply {
         summary: Option<ResponseSummary>,
     },
     /// Non-streaming Images answer whose first image began before the body ended: the head was
-    /// checked, the rest follows as it arrives (memory does not grow with the image size).
+    /// checked, the rest follows as it arrives (memory does not grow with the image size). Or one
+    /// the gateway built in pieces, its images held once ([`JsonStream::in_hand`]).
     JsonStream(JsonStream),
     /// Streaming: the upstream's server-sent events, decoded and relayed one by one as they arrive
     /// (a large Images event in pieces).

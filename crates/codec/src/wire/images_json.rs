@@ -17,7 +17,8 @@ const EMPTY_DATA: &[u8] = b"\"data\":[]";
 impl ImagesResponse {
     /// The bytes of `serde_json::to_vec(&self)`, in pieces: the JSON around the images, and each
     /// image's base64 (its own buffer, not copied) between them. The first piece ends where the
-    /// first image's base64 starts.
+    /// first image's base64 starts (base64 needs no escaping; a string that does is escaped into
+    /// the JSON around it).
     pub fn into_json_pieces(mut self) -> serde_json::Result<Vec<Bytes>> {
         let data = std::mem::take(&mut self.data);
         let document = serde_json::to_vec(&self)?;

@@ -11,6 +11,11 @@
 //! recorded against the account and in the usage record, and the client's connection is cut: it
 //! never receives a truncated document that ends like a complete one.
 //!
+//! A subscription account's answer takes the same path with its body in hand
+//! ([`JsonStream::in_hand`]): the gateway built it in pieces, each image one, from the summary it
+//! hands over; the relay recorded the account's success and closed the upstream time when the reply
+//! came, so only the client's part runs here.
+//!
 //! A client that leaves before the end still owes what the upstream produced: the tokens come last
 //! in the document, after the image, so the rest of the body is read (and dropped) in a task of its
 //! own, and the client's record (499) carries the tokens and images all the same. Otherwise a
@@ -42,6 +47,9 @@ struct Passing {
     declared: Option<u64>,
     relayed: u64,
     summary: Option<EndSummary>,
+    /// The body was in memory whole when the relay began: the relay recorded the account's
+    /// success then ([`JsonStream::in_hand`]).
+    in_hand: bool,
     usage: Option<UsageRecorder>,
     account: imagegate_dispatch::AccountId,
     pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
@@ -71,6 +79,7 @@ pub fn streamed_images_body(
         declared: content_length,
         relayed: 0,
         summary: Some(reply.summary),
+        in_hand: reply.in_hand,
         usage: Some(usage),
         account,
         pool,
@@ -177,12 +186,14 @@ impl Passing {
         }
     }
 
-    /// Records the account's success and completes the usage record once the document ended.
+    /// Records the account's success (unless it was recorded when the body, in hand, began) and
+    /// completes the usage record once the document ended.
     async fn completed(&mut self) {
-        if let Err(err) = self
-            .pool
-            .record_outcome(&self.account, &imagegate_dispatch::Outcome::Success)
-            .await
+        if !self.in_hand
+            && let Err(err) = self
+                .pool
+                .record_outcome(&self.account, &imagegate_dispatch::Outcome::Success)
+                .await
         {
             tracing::error!(error = %err, "could not record an upstream outcome");
         }

@@ -109,8 +109,13 @@ pub async fn relay(
         };
         match answer {
             Ok(reply) => {
-                if matches!(reply, Reply::Json { .. }) {
-                    // The body was read whole: the upstream's part is over, and it succeeded.
+                let in_hand = match &reply {
+                    Reply::Json { .. } => true,
+                    Reply::JsonStream(stream) => stream.in_hand,
+                    Reply::Events(_) => false,
+                };
+                if in_hand {
+                    // The body is in memory whole: the upstream's part is over, and it succeeded.
                     usage.upstream_closed();
                     record(app, &account, &imagegate_dispatch::Outcome::Success).await;
                 }

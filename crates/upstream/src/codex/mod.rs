@@ -343,8 +343,8 @@ impl Run {
     }
 }
 
-/// `response` as a body sent in pieces: the images go out from the buffers they were received
-/// into, so they are held once, never copied into a second, whole document.
+/// `response` as a body sent in pieces: the images go out from the buffers they were copied into,
+/// once, out of their events, so they are held once, never copied into a second, whole document.
 fn images_document(response: ImagesResponse) -> Result<JsonStream, Failure> {
     let summary = ResponseSummary {
         created: Some(response.created),
@@ -372,6 +372,7 @@ fn images_document(response: ImagesResponse) -> Result<JsonStream, Failure> {
         summary: end_summary,
         request_id: None,
         content_length: u64::try_from(length).ok(),
+        in_hand: true,
     })
 }
 

@@ -105,6 +105,7 @@ pub(crate) async fn images_reply(
                         summary,
                         request_id,
                         content_length,
+                        in_hand: false,
                     }));
                 }
             }
