@@ -47,6 +47,40 @@ fn workspace_root() -> std::path::PathBuf {
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
+/// What `cargo run` sets for the program it runs (`cargo xtask` is one), besides the
+/// `CARGO_PKG_*` family: Cargo's list of the variables it sets for a crate. Handed down to a child
+/// cargo they would differ from a shell's environment, and a build script that watches one
+/// (`ring`'s watches `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME`) would run again, rebuilding
+/// everything above it: once inside the task, and once more in the next plain `cargo build`.
+const RUN_VARIABLES: [&str; 9] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+    "OUT_DIR",
+];
+
+/// Whether `key` is one of the variables `cargo run` set for this process.
+fn is_run_variable(key: &str) -> bool {
+    key.starts_with("CARGO_PKG_") || RUN_VARIABLES.contains(&key)
+}
+
+/// A command for `program` without the variables `cargo run` set for this process, so the cargo
+/// it runs (directly, or through the bench harness) sees the environment a shell gives it.
+fn command(program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(is_run_variable) {
+            command.env_remove(key);
+        }
+    }
+    command
+}
+
 /// Runs `command`, failing unless it exits successfully.
 fn status(command: &mut std::process::Command) -> Result<(), String> {
     let shown = format!("{command:?}");
@@ -55,5 +89,46 @@ fn status(command: &mut std::process::Command) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{shown} failed: {status}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variables_cargo_run_sets_are_not_handed_down() {
+        for key in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "OUT_DIR",
+        ] {
+            assert!(is_run_variable(key), "{key}");
+        }
+        for key in [
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_JOBS",
+            "CARGO",
+            "PATH",
+            "RUSTFLAGS",
+        ] {
+            assert!(!is_run_variable(key), "{key}");
+        }
+        // The test runner, like `cargo run`, sets CARGO_MANIFEST_DIR for this process.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let cargo = command("cargo");
+        let removed: Vec<_> = cargo
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| key.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            removed.iter().any(|key| key == "CARGO_MANIFEST_DIR"),
+            "{removed:?}"
+        );
+        assert!(removed.iter().any(|key| key == "CARGO_PKG_NAME"), "{removed:?}");
+        assert!(removed.iter().all(|key| is_run_variable(key)), "{removed:?}");
     }
 }

@@ -7,7 +7,6 @@
 //! copy of its canonical file in `crates/manifest/schema/`.
 
 use std::fs;
-use std::process::Command;
 
 /// The registry manifest's schema: canonical in its crate, published beside the others.
 const MANIFEST_SCHEMA: &str = "registry-manifest.schema.json";
@@ -23,7 +22,7 @@ pub fn run(check: bool) -> Result<(), String> {
             println!("updated {MANIFEST_SCHEMA}");
         }
         crate::status(
-            Command::new("cargo")
+            crate::command("cargo")
                 .args(["test", "-p", "imagegate-codec", "--test", "schemas"])
                 .args(["--", "--nocapture", "published_schema_files"])
                 .env("IMAGEGATE_UPDATE_SCHEMAS", "1")
@@ -31,7 +30,7 @@ pub fn run(check: bool) -> Result<(), String> {
         )?;
     }
     crate::status(
-        Command::new("cargo")
+        crate::command("cargo")
             .args(["test", "-p", "imagegate-codec", "-p", "imagegate-manifest"])
             .args(["--test", "schemas", "--test", "schema"])
             .current_dir(&root),

@@ -1,7 +1,5 @@
 //! `cargo xtask test [--no-setup] [NEXTEST ARGS...]`: the README's test command.
 
-use std::process::Command;
-
 /// Optional features whose code the tests must cover too: the Redis pool state (it talks to the
 /// local Redis the setup script starts) and OTLP export (the binary the end-to-end tests spawn is
 /// built with it, and the export test runs).
@@ -13,7 +11,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let passthrough: Vec<&String> = args.iter().filter(|a| *a != "--no-setup").collect();
     if setup {
         crate::status(
-            Command::new("bash")
+            crate::command("bash")
                 .arg(root.join("scripts/setup-test-env.sh"))
                 .current_dir(&root),
         )?;
@@ -23,11 +21,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // invocation as the tests resolves the dependencies' features once, so nextest and the
     // doctests below reuse every artifact instead of compiling a second variant of each.
     crate::status(
-        Command::new("cargo")
+        crate::command("cargo")
             .args(["build", "--workspace", "--all-targets", "--features", FEATURES])
             .current_dir(&root),
     )?;
-    let mut nextest = Command::new("cargo");
+    let mut nextest = crate::command("cargo");
     nextest
         .args([
             "nextest",
@@ -42,7 +40,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .current_dir(&root);
     crate::status(&mut nextest)?;
     crate::status(
-        Command::new("cargo")
+        crate::command("cargo")
             .args(["test", "--workspace", "--doc", "--features", FEATURES])
             .current_dir(&root),
     )
