@@ -78,11 +78,8 @@ pub fn sniff(bytes: &[u8]) -> Result<ImageInfo, HeaderError> {
 pub fn dimensions(prefix: &[u8]) -> Option<Dimensions> {
     let (width, height) = match sniff_format(prefix)? {
         ImageFileFormat::Png => {
-            let ihdr_at = PNG_SIGNATURE.len();
-            if prefix.get(ihdr_at + 4..ihdr_at + 8) != Some(b"IHDR") {
-                return None;
-            }
-            (be_u32(prefix, ihdr_at + 8)?, be_u32(prefix, ihdr_at + 12)?)
+            let (width, height, _) = png_ihdr(prefix).ok()?;
+            (width, height)
         }
         _ => {
             let info = sniff(prefix).ok()?;
@@ -130,6 +127,24 @@ fn le_u32(bytes: &[u8], at: usize) -> Option<u32> {
 }
 
 fn png(bytes: &[u8]) -> Result<Header, HeaderError> {
+    let (width, height, color_type) = png_ihdr(bytes)?;
+    let has_alpha = match color_type {
+        4 | 6 => true,
+        0 | 2 | 3 => {
+            has_trns_chunk(bytes, PNG_SIGNATURE.len()).ok_or(HeaderError::Truncated(ImageFileFormat::Png))?
+        }
+        _ => {
+            return Err(HeaderError::Invalid {
+                format: ImageFileFormat::Png,
+                reason: "unknown colour type",
+            });
+        }
+    };
+    Ok((ImageFileFormat::Png, width, height, has_alpha))
+}
+
+/// Width, height and colour type from a PNG's `IHDR` chunk, which must come first.
+fn png_ihdr(bytes: &[u8]) -> Result<(u32, u32, u8), HeaderError> {
     const FORMAT: ImageFileFormat = ImageFileFormat::Png;
     let truncated = HeaderError::Truncated(FORMAT);
     let ihdr_at = PNG_SIGNATURE.len();
@@ -145,24 +160,14 @@ fn png(bytes: &[u8]) -> Result<Header, HeaderError> {
     }
     let width = be_u32(bytes, ihdr_at + 8).ok_or(truncated.clone())?;
     let height = be_u32(bytes, ihdr_at + 12).ok_or(truncated.clone())?;
-    let color_type = *bytes.get(ihdr_at + 17).ok_or(truncated.clone())?;
+    let color_type = *bytes.get(ihdr_at + 17).ok_or(truncated)?;
     if width > i32::MAX as u32 || height > i32::MAX as u32 {
         return Err(HeaderError::Invalid {
             format: FORMAT,
             reason: "width or height exceeds 2^31-1",
         });
     }
-    let has_alpha = match color_type {
-        4 | 6 => true,
-        0 | 2 | 3 => has_trns_chunk(bytes, ihdr_at).ok_or(truncated)?,
-        _ => {
-            return Err(HeaderError::Invalid {
-                format: FORMAT,
-                reason: "unknown colour type",
-            });
-        }
-    };
-    Ok((FORMAT, width, height, has_alpha))
+    Ok((width, height, color_type))
 }
 
 /// Walks the chunks after the signature until `IDAT`/`IEND`; `None` if the file ends first.

@@ -155,6 +155,16 @@ impl fmt::Debug for JsonStream {
 }
 
 impl Reply {
+    /// Whether the whole body is in memory: a JSON body read whole, or one the gateway built
+    /// ([`JsonStream::in_hand`]). The upstream's part of such an answer is over, and it succeeded.
+    pub fn in_hand(&self) -> bool {
+        match self {
+            Self::Json { .. } => true,
+            Self::JsonStream(stream) => stream.in_hand,
+            Self::Events(_) => false,
+        }
+    }
+
     /// The whole JSON body of a non-streaming answer, waiting for the rest of a
     /// [`Reply::JsonStream`]; an event stream is a [`crate::FailureKind::Protocol`] failure.
     pub async fn into_json(self) -> Result<Bytes, Failure> {

@@ -109,12 +109,7 @@ pub async fn relay(
         };
         match answer {
             Ok(reply) => {
-                let in_hand = match &reply {
-                    Reply::Json { .. } => true,
-                    Reply::JsonStream(stream) => stream.in_hand,
-                    Reply::Events(_) => false,
-                };
-                if in_hand {
+                if reply.in_hand() {
                     // The body is in memory whole: the upstream's part is over, and it succeeded.
                     usage.upstream_closed();
                     record(app, &account, &imagegate_dispatch::Outcome::Success).await;
