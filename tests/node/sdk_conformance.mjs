@@ -273,6 +273,38 @@ async function check_short_usage_limit_is_waited_out_by_the_sdk() {
   assert.equal((await upstreamCalls()) - before, 2, 'the limit was not met once and then waited out');
 }
 
+async function check_keepalive_answers_parse_as_usual() {
+  // Slow answers with the opt-in keepalive, asked for through the SDK's own `defaultHeaders`:
+  // newlines come before the JSON, and the SDK parses the document as usual.
+  const keepalive = new OpenAI({
+    baseURL: BASE,
+    apiKey: KEY,
+    maxRetries: 0,
+    timeout: 120_000,
+    defaultHeaders: { 'x-imagegate-keepalive': '1' },
+  });
+  await sim('POST', '/sim/faults', { fault: 'stall', stall_ms: 2500, times: 2 });
+  try {
+    const generated = await keepalive.images
+      .generate({ model: 'gpt-image-2', prompt: 'x', size: '1024x1024', quality: 'low' })
+      .withResponse();
+    const edited = await keepalive.images
+      .edit({
+        model: 'gpt-image-2',
+        image: await toFile(fs.readFileSync(fixture('a.png')), 'a.png', { type: 'image/png' }),
+        prompt: 'x',
+        size: '1024x1024',
+      })
+      .withResponse();
+    for (const { data, response } of [generated, edited]) {
+      assert.equal(response.headers.get('x-imagegate-keepalive'), '1');
+      assert.deepEqual(pngSize(data.data[0].b64_json), [1024, 1024]);
+    }
+  } finally {
+    await sim('DELETE', '/sim/faults');
+  }
+}
+
 const CHECKS = [
   check_generate,
   check_generate_stream,
@@ -284,6 +316,7 @@ const CHECKS = [
   check_invalid_size,
   check_refusal_is_not_retried_by_the_sdk,
   check_short_usage_limit_is_waited_out_by_the_sdk,
+  check_keepalive_answers_parse_as_usual,
 ];
 
 let passed = 0;

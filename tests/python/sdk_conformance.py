@@ -156,6 +156,27 @@ def check_short_usage_limit_is_waited_out_by_the_sdk():
     assert upstream_calls() - before == 2, "the limit was not met once and then waited out"
 
 
+def check_keepalive_answers_parse_as_usual():
+    # Slow answers with the opt-in keepalive, asked for through the SDK's own `default_headers`:
+    # newlines come before the JSON, and the SDK parses the document as usual.
+    keepalive = OpenAI(
+        base_url=BASE, api_key=KEY, max_retries=0, timeout=120, default_headers={"x-imagegate-keepalive": "1"}
+    )
+    sim("POST", "/sim/faults", {"fault": "stall", "stall_ms": 2500, "times": 2})
+    try:
+        generated = keepalive.images.with_raw_response.generate(
+            model="gpt-image-2", prompt="x", size="1024x1024", quality="low"
+        )
+        with open(os.path.join(FIXTURES, "a.png"), "rb") as a:
+            edited = keepalive.images.with_raw_response.edit(model="gpt-image-2", image=a, prompt="x", size="1024x1024")
+    finally:
+        sim("DELETE", "/sim/faults")
+    for raw in (generated, edited):
+        assert raw.headers.get("x-imagegate-keepalive") == "1", dict(raw.headers)
+        assert raw.http_response.content.startswith(b"\n\n"), raw.http_response.content[:20]
+        assert png_size(base64.b64decode(raw.parse().data[0].b64_json)) == (1024, 1024)
+
+
 CHECKS = [
     check_generate,
     check_generate_stream,
@@ -166,6 +187,7 @@ CHECKS = [
     check_invalid_size,
     check_refusal_is_not_retried_by_the_sdk,
     check_short_usage_limit_is_waited_out_by_the_sdk,
+    check_keepalive_answers_parse_as_usual,
 ]
 
 if __name__ == "__main__":

@@ -25,5 +25,5 @@ fn the_official_node_sdk_works_unmodified() {
     command
         .arg(node_dir.join("sdk_conformance.mjs"))
         .current_dir(&node_dir);
-    common::run_sdk_checks(command, &s, "sdk conformance: 10 ok, 0 failing");
+    common::run_sdk_checks(command, &s, "sdk conformance: 11 ok, 0 failing");
 }

@@ -21,5 +21,5 @@ fn the_official_python_sdk_works_unmodified() {
     let s = common::setup();
     let mut command = Command::new(python);
     command.arg(root.join("tests/python/sdk_conformance.py"));
-    common::run_sdk_checks(command, &s, "sdk conformance: 9 ok, 0 failing");
+    common::run_sdk_checks(command, &s, "sdk conformance: 10 ok, 0 failing");
 }

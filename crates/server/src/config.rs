@@ -129,6 +129,11 @@ pub struct TimeoutConfig {
     pub large_secs: u64,
     /// Interval between SSE keepalive comments while the upstream works.
     pub keepalive_secs: u64,
+    /// Interval between the newlines a non-streaming answer sends once it has waited that long,
+    /// for clients behind proxies that cut quiet connections; 0 (the default) is off, and a
+    /// request's `x-imagegate-keepalive` header overrides it. Once the first newline is sent the
+    /// status is 200 whatever follows (see `http::json_keepalive`).
+    pub json_keepalive_secs: u64,
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace_secs: u64,
     /// How long a client may stay quiet: a connection idle between requests, request headers
@@ -146,6 +151,7 @@ impl Default for TimeoutConfig {
             standard_secs: 120,
             large_secs: 300,
             keepalive_secs: 15,
+            json_keepalive_secs: 0,
             shutdown_grace_secs: 30,
             client_idle_secs: 360,
         }
@@ -309,6 +315,10 @@ impl FileConfig {
             ("[timeouts] standard_secs", self.timeouts.standard_secs),
             ("[timeouts] large_secs", self.timeouts.large_secs),
             ("[timeouts] keepalive_secs", self.timeouts.keepalive_secs),
+            (
+                "[timeouts] json_keepalive_secs",
+                self.timeouts.json_keepalive_secs,
+            ),
             (
                 "[timeouts] shutdown_grace_secs",
                 self.timeouts.shutdown_grace_secs,

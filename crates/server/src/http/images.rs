@@ -16,6 +16,7 @@ use imagegate_store::AuthContext;
 use crate::fallback;
 use crate::http::auth::Caller;
 use crate::http::error::HttpError;
+use crate::http::json_keepalive;
 use crate::http::request_id::RequestId;
 use crate::http::serve_call::{ImageCall, serve_images};
 use crate::state::AppState;
@@ -39,7 +40,23 @@ pub async fn generations(
         Err(err) => return fail(usage, err),
     };
     let fallback = fallback::enabled(caller.fallback_ladder, &headers);
-    serve_images(&app, &caller, &params, ImageCall::Generate, usage, fallback).await
+    let keepalive = match keepalive_interval(&app, &headers, params.stream) {
+        Ok(every) => every,
+        Err(err) => return fail(usage, err),
+    };
+    json_keepalive::answer(keepalive, async move {
+        serve_images(&app, &caller, &params, ImageCall::Generate, usage, fallback).await
+    })
+    .await
+}
+
+/// The request's keepalive interval for a non-streaming answer (see [`json_keepalive`]).
+pub fn keepalive_interval(
+    app: &AppState,
+    headers: &HeaderMap,
+    streaming: bool,
+) -> Result<Option<std::time::Duration>, HttpError> {
+    json_keepalive::interval(app.config.timeouts.json_keepalive_secs, headers, streaming)
 }
 
 fn decode_generation(
@@ -86,11 +103,18 @@ pub async fn edits(
     };
     usage.params(&params);
     let fallback = fallback::enabled(caller.fallback_ladder, &headers);
-    let call = ImageCall::Edit {
-        images: &form.images,
-        mask: form.mask.as_ref(),
+    let keepalive = match keepalive_interval(&app, &headers, params.stream) {
+        Ok(every) => every,
+        Err(err) => return fail(usage, err),
     };
-    serve_images(&app, &caller, &params, call, usage, fallback).await
+    json_keepalive::answer(keepalive, async move {
+        let call = ImageCall::Edit {
+            images: &form.images,
+            mask: form.mask.as_ref(),
+        };
+        serve_images(&app, &caller, &params, call, usage, fallback).await
+    })
+    .await
 }
 
 /// A body that could not be read (larger than `limit` bytes, or cut off), in the OpenAI envelope.

@@ -4,6 +4,7 @@ pub mod auth;
 pub mod error;
 mod images;
 mod internal;
+mod json_keepalive;
 mod linger;
 mod misc;
 pub mod request_id;

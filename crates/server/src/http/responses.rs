@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 
 use crate::http::auth::Caller;
 use crate::http::error::HttpError;
-use crate::http::images::{fail, read_body, start_usage};
+use crate::http::images::{fail, keepalive_interval, read_body, start_usage};
+use crate::http::json_keepalive;
 use crate::http::request_id::RequestId;
 use crate::http::serve_call::{ServeCall, serve};
 use crate::relay::stream::StreamKind;
@@ -38,21 +39,28 @@ pub async fn create(
         Ok(prepared) => prepared,
         Err(err) => return fail(usage, err),
     };
-    let call = UpstreamCall::Respond {
-        body: &prepared.body,
-        stream: prepared.stream,
-    };
     let class = prepared
         .tools
         .iter()
         .map(|t| t.size.size_class())
         .max_by_key(|c| matches!(c, SizeClass::Large));
-    let serve_call = ServeCall {
-        call,
-        class: class.unwrap_or(SizeClass::Standard),
-        kind: StreamKind::Responses,
+    let keepalive = match keepalive_interval(&app, &headers, prepared.stream) {
+        Ok(every) => every,
+        Err(err) => return fail(usage, err),
     };
-    serve(&app, &caller, serve_call, usage).await
+    json_keepalive::answer(keepalive, async move {
+        let call = UpstreamCall::Respond {
+            body: &prepared.body,
+            stream: prepared.stream,
+        };
+        let serve_call = ServeCall {
+            call,
+            class: class.unwrap_or(SizeClass::Standard),
+            kind: StreamKind::Responses,
+        };
+        serve(&app, &caller, serve_call, usage).await
+    })
+    .await
 }
 
 struct Prepared {
