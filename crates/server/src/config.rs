@@ -24,7 +24,15 @@ pub enum ConfigError {
     BaseUrl(String),
     #[error("{name} = {value}: at most {MAX_SECS} (one week)")]
     TooLong { name: &'static str, value: u64 },
+    #[error(
+        "[timeouts] json_keepalive_secs = {0}: at most {MAX_JSON_KEEPALIVE_SECS}; a longer interval outlasts the proxy timeouts it is for"
+    )]
+    JsonKeepaliveTooLong(u64),
 }
+
+/// The longest interval of the keepalive of non-streaming answers, in the configuration and in a
+/// request's header: proxies cut quiet connections after 60 to 120 s.
+pub const MAX_JSON_KEEPALIVE_SECS: u64 = 600;
 
 /// The longest time any `*_secs` setting may give: one week. Larger values mean nothing useful, and
 /// near `u64::MAX` adding them to the clock overflows.
@@ -316,10 +324,6 @@ impl FileConfig {
             ("[timeouts] large_secs", self.timeouts.large_secs),
             ("[timeouts] keepalive_secs", self.timeouts.keepalive_secs),
             (
-                "[timeouts] json_keepalive_secs",
-                self.timeouts.json_keepalive_secs,
-            ),
-            (
                 "[timeouts] shutdown_grace_secs",
                 self.timeouts.shutdown_grace_secs,
             ),
@@ -332,9 +336,12 @@ impl FileConfig {
             ("[dispatch] lease_ttl_secs", self.dispatch.lease_ttl_secs),
             ("[codex] refresh_skew_secs", self.codex.refresh_skew_secs),
         ];
-        match settings.into_iter().find(|(_, value)| *value > MAX_SECS) {
-            Some((name, value)) => Err(ConfigError::TooLong { name, value }),
-            None => Ok(()),
+        if let Some((name, value)) = settings.into_iter().find(|(_, value)| *value > MAX_SECS) {
+            return Err(ConfigError::TooLong { name, value });
+        }
+        match self.timeouts.json_keepalive_secs {
+            secs if secs > MAX_JSON_KEEPALIVE_SECS => Err(ConfigError::JsonKeepaliveTooLong(secs)),
+            _ => Ok(()),
         }
     }
 }
@@ -586,6 +593,18 @@ mod tests {
         assert!(error.to_string().contains("at most 604800"), "{error}");
         let week = format!("[timeouts]\nkeepalive_secs = {MAX_SECS}\n");
         assert!(load_text("a-week", &week).is_ok());
+    }
+
+    #[test]
+    fn a_json_keepalive_longer_than_proxies_wait_is_refused() {
+        let ten_minutes = format!("[timeouts]\njson_keepalive_secs = {MAX_JSON_KEEPALIVE_SECS}\n");
+        assert!(load_text("ten-minutes", &ten_minutes).is_ok());
+        let longer = format!(
+            "[timeouts]\njson_keepalive_secs = {}\n",
+            MAX_JSON_KEEPALIVE_SECS + 1
+        );
+        let err = load_text("longer", &longer).unwrap_err();
+        assert!(matches!(err, ConfigError::JsonKeepaliveTooLong(601)), "{err}");
     }
 
     #[test]

@@ -46,14 +46,15 @@ use crate::http::error::HttpError;
 /// The request header that asks for (or, with `0`, declines) the keepalive.
 pub const HEADER: &str = "x-imagegate-keepalive";
 
-/// Longest interval a request may ask for, in seconds.
-pub const MAX_SECS: u64 = 600;
+/// Longest interval a request may ask for, in seconds (the configuration's too).
+pub const MAX_SECS: u64 = crate::config::MAX_JSON_KEEPALIVE_SECS;
 
 /// What is sent while the answer is not ready: whitespace JSON allows before a value.
 const FILLER: &[u8] = b"\n";
 
 /// The keepalive interval of a request: its header's, else `default_secs` (`0` is off). A
-/// streaming request has its own keepalive (SSE comments) and gets none.
+/// streaming request has its own keepalive (SSE comments) and gets none, but its header is still
+/// checked: a client whose SDK sends a malformed value everywhere hears of it at once.
 pub fn interval(
     default_secs: u64,
     headers: &HeaderMap,
@@ -186,6 +187,10 @@ mod tests {
             assert_eq!(err.api.param.as_deref(), Some(HEADER), "{bad:?}");
         }
         assert!(interval(0, &headers("600"), false).is_ok());
+        assert!(
+            interval(0, &headers("on"), true).is_err(),
+            "a stream's header is checked too"
+        );
     }
 
     async fn body_text(response: Response) -> String {
