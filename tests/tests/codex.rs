@@ -2,7 +2,12 @@
 //! Responses calls on the simulator, with the account's OAuth access token, refreshes it at the
 //! simulator's token endpoint and falls back to the next main model.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -5,7 +5,12 @@
 //! `/admin/accounts` go to `docs/img/` when `IMAGEGATE_UPDATE_SCREENSHOTS=1` is set, otherwise to
 //! cargo's temporary directory for integration tests (so test runs do not touch committed files).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 #[path = "../src/browser.rs"]
 mod browser;

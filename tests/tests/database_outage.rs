@@ -3,7 +3,12 @@
 //! usage records wait in the local spool and all reach the database once it is back, even when
 //! the gateway is killed meanwhile.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

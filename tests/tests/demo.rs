@@ -1,6 +1,11 @@
 //! `imagegate demo`: a newcomer's first command gives a working key and images without credentials.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -1,6 +1,11 @@
 //! End to end: upstream failures, shutdown and disconnects, against the real binaries.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -1,7 +1,12 @@
 //! End to end: the real `imagegate` and `imagegate-sim` binaries over HTTP, usage read back through
 //! the admin CLI.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

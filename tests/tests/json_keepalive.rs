@@ -1,7 +1,12 @@
 //! End to end: the opt-in keepalive of non-streaming answers (`x-imagegate-keepalive`, or
 //! `[timeouts] json_keepalive_secs`), against the real binaries.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -1,6 +1,11 @@
 //! End to end: `/metrics` of the real gateway counts requests and shows the pool.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

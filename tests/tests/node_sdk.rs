@@ -4,7 +4,12 @@
 //! `scripts/setup-test-env.sh` (run by `cargo xtask test`). Without it this test fails and says how to
 //! install it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

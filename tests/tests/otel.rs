@@ -5,7 +5,12 @@
 //! `imagegate/otel`, so the spawned binary can export).
 
 #![cfg(feature = "otel")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

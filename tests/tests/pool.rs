@@ -2,7 +2,12 @@
 //! concurrency, the fallback ladder, keepalive comments, agent tool injection and a Responses stream
 //! failing over after its lifecycle events.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -3,7 +3,12 @@
 //! The SDK lives in `.venv` at the workspace root, created by `scripts/setup-test-env.sh` (run by
 //! `cargo xtask test`). Without it this test fails and says how to create it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

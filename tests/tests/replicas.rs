@@ -10,7 +10,12 @@
 //! `postgres://postgres@127.0.0.1:5432/test`) and `IMAGEGATE_TEST_REDIS_URL` (default
 //! `redis://127.0.0.1:6379`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -2,7 +2,12 @@
 //! arrive intact with their usage recorded, an upstream that dies mid-body cuts the client off
 //! (never a shorter document that parses), and large edit uploads reach the upstream byte for byte.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

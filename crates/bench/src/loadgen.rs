@@ -171,6 +171,7 @@ async fn run_workers(
     let measure_from = start + shape.warmup;
     let end = measure_from + shape.measure;
     // The machine's CPU time over the measured window, from its first to its last instant.
+    #[expect(clippy::disallowed_methods, reason = "awaited at the end of the run")]
     let cpu = tokio::spawn(async move {
         tokio::time::sleep_until(measure_from.into()).await;
         let before = Snapshot::read();
@@ -178,6 +179,7 @@ async fn run_workers(
         Snapshot::read().since(&before)
     });
     let spec = Arc::new(spec.clone());
+    #[expect(clippy::disallowed_methods, reason = "every worker is joined below")]
     let workers = (0..shape.concurrency.max(1)).map(|_| {
         let client = client.clone();
         let spec = Arc::clone(&spec);

@@ -1,5 +1,10 @@
 //! The exact error bodies, status codes and retry advice: any change is a reviewed snapshot diff.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_codec::sse::encode_error;
 use imagegate_codec::{ApiError, error_spec, json, wire};

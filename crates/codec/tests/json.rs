@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_codec::json::{MAX_JSON_ELEMENTS, decode_generation, decode_responses};
 use imagegate_domain::{ErrorKind, ImageParamsDraft, ImageToolDraft, ModelCatalog};

@@ -1,5 +1,10 @@
 //! The exact bytes of every success body and stream frame: any change is a reviewed snapshot diff.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_codec::sse::SseDecoder;
 use imagegate_codec::wire::images::{CompletedImageEvent, ImageData, ImageEndpoint, PartialImageEvent};

@@ -1,7 +1,12 @@
 //! Admin pages: 403 for non-admins, accounts (live state, write-only credentials, test), groups,
 //! users.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

@@ -1,6 +1,11 @@
 //! `/keys`: creating (shown once, only the hash stored), disabling, deleting, isolation, CSRF.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

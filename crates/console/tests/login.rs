@@ -1,6 +1,11 @@
 //! Signing in and out: cookies, wrong passwords, the rate limit, CSRF on the login form.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

@@ -1,6 +1,11 @@
 //! `/usage` and `/admin/usage`: isolation, filters, totals, the SVG chart, CSV export.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

@@ -1,3 +1,5 @@
+#![allow(clippy::disallowed_methods, reason = "tests: every task ends with its test")]
+
 use std::time::Duration;
 
 use super::*;

@@ -8,7 +8,12 @@
 //!
 //! The same sequences run against the in-memory state and, with the `redis` feature, against
 //! `RedisPoolState` on a real Redis (fewer cases: every step is a round trip).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod model;
 #[cfg(feature = "redis")]

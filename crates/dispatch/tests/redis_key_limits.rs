@@ -1,7 +1,12 @@
 //! `RedisKeyLimiter` against a real Redis: the behaviour of the in-memory limiter, shared by
 //! replicas, and permits of a crashed replica expiring.
 #![cfg(feature = "redis")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod redis_support;
 

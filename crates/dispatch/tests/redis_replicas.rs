@@ -2,7 +2,12 @@
 //! never granted twice, outcomes and cooldowns are shared, a crashed replica's leases expire, and
 //! an unreachable Redis is a backend error that `FallbackPoolState` absorbs.
 #![cfg(feature = "redis")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod redis_support;
 

@@ -1,7 +1,12 @@
 //! "One round trip per acquisition in the common case": the Redis traffic of an acquisition,
 //! counted by a proxy between the pool state and Redis.
 #![cfg(feature = "redis")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod redis_support;
 

@@ -2,7 +2,12 @@
 //! cooldowns, leases), plus script reloading, key layout and large groups. Several replicas:
 //! `redis_replicas.rs`.
 #![cfg(feature = "redis")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod redis_support;
 

@@ -1,5 +1,10 @@
 //! Edit inputs: mask checks, image count, file size limit, formats.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_domain::{
     Dimensions, ErrorKind, ImageFileFormat, ImageInfo, MAX_EDIT_IMAGES, MAX_FILE_BYTES, MaskError,

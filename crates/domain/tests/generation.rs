@@ -1,5 +1,10 @@
 //! Validation of generation and edit drafts: defaults and every field rule.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_domain::{
     Background, Dimensions, ErrorKind, ImageParamsDraft, ImageSize, ModelCatalog, Moderation, OutputFormat,

@@ -1,5 +1,10 @@
 //! The closed-set parameters: wire names, defaults, serde, and refusals.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use std::fmt::Display;
 use std::str::FromStr;

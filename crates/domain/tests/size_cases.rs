@@ -1,5 +1,10 @@
 //! Hand-picked size cases: exact messages, syntax refusals, boundaries and size classes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use std::time::Duration;
 

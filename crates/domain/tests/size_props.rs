@@ -1,6 +1,11 @@
 //! Property tests of size parsing. The five size rules are restated here from the seed
 //! (not taken from the crate) so the parser is checked against an independent oracle.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_domain::{Dimensions, ImageSize, SizeRule};
 use proptest::prelude::*;

@@ -1,5 +1,10 @@
 //! Usage serde and the error-kind/param mapping of every refusal.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_domain::{
     Dimensions, ErrorKind, ImageFileFormat, MaskError, RequestError, SizeRule, TokenDetails, Usage,

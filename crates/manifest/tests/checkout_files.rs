@@ -1,7 +1,12 @@
 //! `--root` opens only regular files inside the checkout: symbolic links leading outside, FIFOs and oversized
 //! SKILL.md files are findings, and the checker neither reads outside the checkout nor blocks.
 #![cfg(target_os = "linux")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

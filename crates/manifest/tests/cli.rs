@@ -1,5 +1,10 @@
 //! End-to-end tests of the `registry-check` binary: exit codes, formats, --root, generate.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

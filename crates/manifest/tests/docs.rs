@@ -1,5 +1,10 @@
 //! docs/manifest.md lists every rule with its current severity and summary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_manifest::Rule;
 

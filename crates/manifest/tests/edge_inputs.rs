@@ -1,6 +1,11 @@
 //! Inputs at the edges of the format: a `SHA256:` prefix in capitals, and old Mac line endings.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_manifest::{CheckOptions, check_bytes};
 

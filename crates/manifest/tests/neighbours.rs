@@ -1,6 +1,11 @@
 //! The real neighbour-format files beside the checkout (`../shared/data/manifests`), when present:
 //! the checker answers with findings, never a crash. Skipped when the folder is absent.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use std::path::PathBuf;
 

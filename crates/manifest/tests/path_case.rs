@@ -1,6 +1,11 @@
 //! `R-PATH-CASE` on paths that only differ in letter case after cleaning, and on very long paths.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_manifest::{CheckOptions, check_bytes};
 use serde_json::json;

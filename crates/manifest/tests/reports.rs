@@ -1,5 +1,10 @@
 //! Snapshots of every output format for one manifest with a mix of findings.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_manifest::report::{Format, render};
 use imagegate_manifest::{CheckOptions, FileReport, check_bytes};

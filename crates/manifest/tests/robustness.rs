@@ -1,5 +1,10 @@
 //! No input makes the checker panic, and every finding it reports has a sane location.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 use imagegate_manifest::{CheckOptions, FileReport, check_bytes};
 use proptest::prelude::*;

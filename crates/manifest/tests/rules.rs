@@ -1,5 +1,10 @@
 //! Every rule fires on a fixture made to break it; the valid fixture yields nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

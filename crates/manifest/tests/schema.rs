@@ -1,5 +1,10 @@
 //! The JSON Schema: canonical bytes, agreement with the typed model, and what it accepts.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod support;
 

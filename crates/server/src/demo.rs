@@ -28,6 +28,10 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
             source,
         })?;
     let sim_addr = sim_listener.local_addr()?;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the demo's simulator: stopped by the shutdown token and awaited after the gateway"
+    )]
     let sim = tokio::spawn(imagegate_sim::serve(
         sim_listener,
         imagegate_sim::SimConfig::default(),

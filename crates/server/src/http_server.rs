@@ -133,6 +133,7 @@ fn set_send_timeout(stream: &TcpStream, timeout: Duration) {
 fn set_send_timeout(_stream: &TcpStream, _timeout: Duration) {}
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests: every task ends with its test")]
 mod tests {
     use std::io::{Read as _, Write as _};
     use std::net::SocketAddr;

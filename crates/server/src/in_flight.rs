@@ -178,6 +178,7 @@ impl http_body::Body for Abandonable {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests: every task ends with its test")]
 mod tests {
     use http_body_util::BodyExt as _;
 

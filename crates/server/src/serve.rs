@@ -206,6 +206,10 @@ pub async fn run(
     }
     on_ready(local);
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "ends on the shutdown token; awaited before the usage writer is shut down"
+    )]
     let refresher = tokio::spawn(refresh_accounts(state.clone(), shutdown.clone()));
     spawn_signal_listener(signals, shutdown.clone());
     let app = crate::http::router(state.clone());
@@ -263,6 +267,10 @@ async fn refresh_accounts(state: Arc<AppState>, shutdown: CancellationToken) {
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
 fn spawn_signal_listener(signals: ShutdownSignals, shutdown: CancellationToken) {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "it only cancels the shutdown token, and ends when it is cancelled"
+    )]
     tokio::spawn(async move {
         tokio::select! {
             () = signals.received() => {

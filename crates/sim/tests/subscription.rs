@@ -1,6 +1,11 @@
 //! What a ChatGPT-subscription upstream needs: the OAuth token endpoint, expired access tokens,
 //! unsupported main models, and the account id and main models in the stats.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -49,6 +49,11 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test support: its proxy tasks end with the test's runtime"
+)]
+
 pub mod postgres;
 pub mod tcp_proxy;
 mod unique;

@@ -1,5 +1,10 @@
 //! ChatGPT-subscription accounts: Images requests through forced-tool Responses calls.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -1,6 +1,11 @@
 //! ChatGPT-subscription accounts: the OAuth access token, the subscription headers, and the refresh
 //! before expiry or after a 401 (once, shared by concurrent calls, saved once).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

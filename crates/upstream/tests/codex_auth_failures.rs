@@ -1,6 +1,11 @@
 //! ChatGPT-subscription accounts: refreshes that fail, refused refreshed tokens, credentials that
 //! cannot be used, and no token in any failure.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -1,5 +1,10 @@
 //! How the OpenAI transport classifies what goes wrong, end to end against a mock upstream.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

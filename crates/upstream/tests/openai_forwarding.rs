@@ -1,6 +1,11 @@
 //! What the OpenAI transport sends: auth, model rewriting, every field, multipart edits, Responses
 //! bodies; and that answers come back byte for byte.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -24,6 +24,10 @@ where
     G: FnOnce(T) + Send + 'static,
 {
     let (reply, answer) = oneshot::channel();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "detached on purpose: the call must finish when its caller stops waiting, and it gives back what nobody received"
+    )]
     tokio::spawn(async move {
         let result = call.await.map(|value| Unclaimed {
             value: Some(value),

@@ -43,6 +43,10 @@ pub(crate) fn listen(
     };
     let (bump, freed) = watch::channel(());
     let (stop, stopped) = oneshot::channel();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "ends when the returned Listener is dropped (its stop channel); it holds no work to wait for"
+    )]
     tokio::spawn(async move {
         let subscribed = async {
             loop {

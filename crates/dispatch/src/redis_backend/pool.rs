@@ -198,6 +198,10 @@ impl PoolState for RedisPoolState {
         let policy = self.policy.clone();
         let account = account.clone();
         let outcome = outcome.clone();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "awaited below; a task so that a caller that stops waiting does not take the cooldown with it"
+        )]
         let update = tokio::spawn(async move {
             health::update(
                 &mut connection,

@@ -54,6 +54,10 @@ impl ReleaseQueue {
             announce,
             ..Self::default()
         });
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the queue's own sender: it ends when the queue is closed, after sending what is pending"
+        )]
         tokio::spawn(send_loop(Arc::clone(&queue), connection));
         queue
     }

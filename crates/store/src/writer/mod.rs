@@ -314,6 +314,10 @@ impl UsageWriter {
             set_aside_ids: std::collections::HashSet::new(),
             refusing_all_until: None,
         };
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "kept in UsageWriter, whose shutdown awaits it"
+        )]
         let task = tokio::spawn(flusher.run(rx));
         let sink = UsageSink {
             tx,

@@ -1,7 +1,12 @@
 //! The same suite against SQLite (a temporary file) and PostgreSQL (a fresh database per test,
 //! on the server named by `IMAGEGATE_TEST_POSTGRES_URL`, default
 //! `postgres://postgres@127.0.0.1:5432/test`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -252,7 +252,11 @@ impl CodexAuth {
             store: self.store.clone(),
             deadline,
         };
-        tokio::spawn(refresh.run()).await.unwrap_or_else(|error| {
+        // A task so that a refresh the caller stops waiting for still saves the new tokens (the
+        // refresh token is single-use); awaited here.
+        #[expect(clippy::disallowed_methods, reason = "awaited; must outlive a dropped caller")]
+        let task = tokio::spawn(refresh.run());
+        task.await.unwrap_or_else(|error| {
             Err(RefreshError::Unavailable(format!(
                 "the refresh task failed: {error}"
             )))
