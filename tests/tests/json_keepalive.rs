@@ -65,6 +65,14 @@ async fn a_slow_answer_sends_newlines_while_it_waits_and_then_its_json() {
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 200, "{:?}", records[0]);
     assert_eq!(records[0]["images"], 1, "{:?}", records[0]);
+    assert!(kept_alive(&records[0]), "{:?}", records[0]);
+}
+
+/// Whether a usage record notes that the keepalive answered its client 200.
+fn kept_alive(record: &Value) -> bool {
+    record["fallback_note"]
+        .as_str()
+        .is_some_and(|note| note.contains("keepalive"))
 }
 
 #[tokio::test]
@@ -81,6 +89,8 @@ async fn an_answer_ready_within_the_interval_is_sent_as_it_is() {
     assert!(response.headers().get("content-length").is_some());
     let body = response.bytes().await.unwrap();
     assert_eq!(body.first(), Some(&b'{'));
+    let records = s.usage_at_least(1).await;
+    assert!(!kept_alive(&records[0]), "{:?}", records[0]);
 }
 
 #[tokio::test]
@@ -105,6 +115,8 @@ async fn a_failure_after_the_first_newline_is_an_error_document_under_200() {
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 502, "{:?}", records[0]);
     assert_eq!(records[0]["error_code"], "upstream_request_failed");
+    // ... and says what the client got instead.
+    assert!(kept_alive(&records[0]), "{:?}", records[0]);
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! One usage record per request, success or failure, written even when the client went away.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use imagegate_domain::{ImageParams, ImageSize, SizeClass, Usage};
@@ -38,6 +39,9 @@ pub struct UsageRecorder {
     client_left: bool,
     /// What the completed events of a stream said ([`UsageRecorder::completed_image`]).
     completed: CompletedUsage,
+    /// Set when the keepalive of a non-streaming answer answered the client `200` before the
+    /// outcome was known ([`UsageRecorder::keepalive_commitment`]).
+    keepalive: Option<Arc<AtomicBool>>,
 }
 
 /// Status recorded for a request whose client went away before the end.
@@ -92,7 +96,14 @@ impl UsageRecorder {
             call_spent: None,
             client_left: false,
             completed: CompletedUsage::default(),
+            keepalive: None,
         }
+    }
+
+    /// A flag for the keepalive of a non-streaming answer to set when it commits the answer to
+    /// `200`: the record then notes that the client got `200` whatever its status says.
+    pub fn keepalive_commitment(&mut self) -> Arc<AtomicBool> {
+        Arc::clone(self.keepalive.get_or_insert_with(Default::default))
     }
 
     /// Resolves when the shutdown abandons the request.
@@ -267,6 +278,13 @@ impl UsageRecorder {
         if self.switches > 0 {
             self.note(format!("failed over {} time(s)", self.switches));
             self.switches = 0;
+        }
+        if self
+            .keepalive
+            .take()
+            .is_some_and(|committed| committed.load(Ordering::Acquire))
+        {
+            self.note("keepalive: the client was answered 200 and newlines while it waited".to_owned());
         }
         if let Some(mut record) = self.record.take() {
             if record.status == CLIENT_CLOSED && self.entered.abandoned() && !self.client_left {

@@ -44,6 +44,10 @@ pub async fn generations(
         Ok(every) => every,
         Err(err) => return fail(usage, err),
     };
+    let keepalive = keepalive.map(|every| json_keepalive::Keepalive {
+        every,
+        committed: usage.keepalive_commitment(),
+    });
     json_keepalive::answer(keepalive, async move {
         serve_images(&app, &caller, &params, ImageCall::Generate, usage, fallback).await
     })
@@ -107,6 +111,10 @@ pub async fn edits(
         Ok(every) => every,
         Err(err) => return fail(usage, err),
     };
+    let keepalive = keepalive.map(|every| json_keepalive::Keepalive {
+        every,
+        committed: usage.keepalive_commitment(),
+    });
     json_keepalive::answer(keepalive, async move {
         let call = ImageCall::Edit {
             images: &form.images,

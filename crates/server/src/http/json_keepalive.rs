@@ -13,7 +13,7 @@
 //! whatever happens, so a failure after it arrives as a `200` whose body is the error envelope
 //! (`{"error": {...}}`), and the answer's own headers (`retry-after`, the fallback ladder's
 //! `x-imagegate-fallback`) are not sent. The usage record keeps the
-//! real status. The failover loop is not affected: it runs to its end behind the newlines, as it
+//! real status, and notes that the client was answered `200`. The failover loop is not affected: it runs to its end behind the newlines, as it
 //! would behind a silent connection. A client that leaves drops the request as before (recorded
 //! 499), and a shutdown cuts the body, which the SDKs retry as a connection error.
 //!
@@ -28,6 +28,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -48,6 +50,16 @@ pub const HEADER: &str = "x-imagegate-keepalive";
 
 /// Longest interval a request may ask for, in seconds (the configuration's too).
 pub const MAX_SECS: u64 = crate::config::MAX_JSON_KEEPALIVE_SECS;
+
+/// A request's keepalive.
+#[derive(Debug, Clone)]
+pub struct Keepalive {
+    /// The interval between newlines, and the wait before the first.
+    pub every: Duration,
+    /// Set when the answer is committed to `200` before it is made (the usage record notes it:
+    /// [`crate::usage::UsageRecorder::keepalive_commitment`]).
+    pub committed: Arc<AtomicBool>,
+}
 
 /// What is sent while the answer is not ready: whitespace JSON allows before a value.
 const FILLER: &[u8] = b"\n";
@@ -84,11 +96,11 @@ fn parse_secs(value: &HeaderValue) -> Option<u64> {
 ///
 /// `answer` runs inside the body once the headers are sent, so a client that leaves drops it as it
 /// would drop the handler.
-pub async fn answer<F>(every: Option<Duration>, answer: F) -> Response
+pub async fn answer<F>(keepalive: Option<Keepalive>, answer: F) -> Response
 where
     F: Future<Output = Response> + Send + 'static,
 {
-    let Some(every) = every else {
+    let Some(Keepalive { every, committed }) = keepalive else {
         return answer.await;
     };
     // The answer may go on inside the body, outside the request's span: it keeps the span, so
@@ -97,6 +109,7 @@ where
     if let Ok(response) = tokio::time::timeout(every, &mut answer).await {
         return response;
     }
+    committed.store(true, Ordering::Release);
     // The first tick of an interval is immediate: the first newline goes with the headers.
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -151,9 +164,6 @@ impl http_body::Body for KeptAlive {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     use axum::response::IntoResponse;
     use http_body_util::BodyExt as _;
 
@@ -193,6 +203,17 @@ mod tests {
         );
     }
 
+    fn flag() -> Arc<AtomicBool> {
+        Arc::default()
+    }
+
+    fn keepalive(secs: u64, committed: &Arc<AtomicBool>) -> Option<Keepalive> {
+        Some(Keepalive {
+            every: Duration::from_secs(secs),
+            committed: Arc::clone(committed),
+        })
+    }
+
     async fn body_text(response: Response) -> String {
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         String::from_utf8(bytes.to_vec()).unwrap()
@@ -209,12 +230,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_answer_ready_within_the_interval_goes_out_untouched() {
-        let every = Some(Duration::from_secs(10));
+        let committed = flag();
+        let every = keepalive(10, &committed);
         let response = answer(every, async {
             tokio::time::sleep(Duration::from_secs(9)).await;
             error_answer()
         })
         .await;
+        assert!(!committed.load(Ordering::SeqCst));
         assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
         assert_eq!(response.headers()[header::RETRY_AFTER], "3");
         assert!(response.headers().get(HEADER).is_none());
@@ -223,12 +246,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_slow_answer_gets_a_newline_per_interval_before_its_body() {
-        let every = Some(Duration::from_secs(10));
+        let committed = flag();
+        let every = keepalive(10, &committed);
         let response = answer(every, async {
             tokio::time::sleep(Duration::from_secs(35)).await;
             error_answer()
         })
         .await;
+        assert!(committed.load(Ordering::SeqCst));
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
         assert_eq!(response.headers()[HEADER], "10");
@@ -238,7 +263,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_answer_s_body_is_relayed_as_it_comes() {
-        let every = Some(Duration::from_secs(1));
+        let every = keepalive(1, &flag());
         let response = answer(every, async {
             tokio::time::sleep(Duration::from_millis(1500)).await;
             let pieces = futures::stream::iter(["{\"a\":", "1}"].map(Ok::<_, std::io::Error>));
@@ -254,7 +279,7 @@ mod tests {
         let request = tracing::info_span!("request", request_id = "req_1");
         let expected = request.id();
         assert!(expected.is_some());
-        let response = answer(Some(Duration::from_secs(1)), async move {
+        let response = answer(keepalive(1, &flag()), async move {
             tokio::time::sleep(Duration::from_secs(2)).await;
             let seen = tracing::Span::current().id();
             let text = if seen == expected { "same" } else { "other" };
@@ -276,9 +301,9 @@ mod tests {
             }
         }
         let dropped = Arc::new(AtomicBool::new(false));
-        let flag = Flag(Arc::clone(&dropped));
-        let response = answer(Some(Duration::from_secs(1)), async move {
-            let _flag = flag;
+        let guard = Flag(Arc::clone(&dropped));
+        let response = answer(keepalive(1, &flag()), async move {
+            let _guard = guard;
             tokio::time::sleep(Duration::from_secs(3600)).await;
             error_answer()
         })

@@ -48,6 +48,10 @@ pub async fn create(
         Ok(every) => every,
         Err(err) => return fail(usage, err),
     };
+    let keepalive = keepalive.map(|every| json_keepalive::Keepalive {
+        every,
+        committed: usage.keepalive_commitment(),
+    });
     json_keepalive::answer(keepalive, async move {
         let call = UpstreamCall::Respond {
             body: &prepared.body,
