@@ -1,5 +1,7 @@
 //! The [`Store`] trait: everything the gateway persists, independent of the database.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 
 use crate::error::StoreResult;
@@ -63,6 +65,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn set_group_restricted(&self, id: GroupId, restricted: bool) -> StoreResult<Group>;
     /// The members of a group, by user id (they matter while it is restricted).
     async fn group_members(&self, id: GroupId) -> StoreResult<Vec<UserId>>;
+    /// The members of every group, in one query (for pages that list every group): each group
+    /// with members, by id, with its members by user id.
+    async fn group_memberships(&self) -> StoreResult<BTreeMap<GroupId, Vec<UserId>>>;
     /// Replaces the members of a group, in one transaction.
     async fn set_group_members(&self, id: GroupId, members: &[UserId]) -> StoreResult<()>;
     /// Whether `user` may hold and use keys in `group`: it is open, or the user is an admin or a

@@ -76,9 +76,10 @@ pub(crate) async fn list(State(state): State<ConsoleState>, Admin(mut me): Admin
         .into_iter()
         .filter(|u| !u.is_admin)
         .collect();
+    let memberships = state.store.group_memberships().await?;
     let mut groups = Vec::new();
     for g in state.store.list_groups().await? {
-        let members = state.store.group_members(g.id).await?;
+        let members = memberships.get(&g.id).map_or(&[][..], Vec::as_slice);
         let serving: Vec<&str> = accounts
             .iter()
             .filter(|a| a.groups.contains(&g.id))

@@ -85,9 +85,10 @@ pub async fn groups(store: &Arc<dyn Store>, command: GroupsCommand) -> Result<()
                 println!("{}", serde_json::to_string_pretty(&groups)?);
             } else {
                 let users = store.list_users().await?;
+                let memberships = store.group_memberships().await?;
                 for group in groups {
                     let open_to = if group.restricted {
-                        let members = store.group_members(group.id).await?;
+                        let members = memberships.get(&group.id).map_or(&[][..], Vec::as_slice);
                         let names: Vec<&str> = users
                             .iter()
                             .filter(|u| members.contains(&u.id))

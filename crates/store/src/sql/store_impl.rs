@@ -1,6 +1,8 @@
 //! The [`Store`] implementation over the functions of the sibling modules. Compiled once per
 //! backend: `super::BackendStore` is the backend's struct with `pool`, `usage` and `crypto` fields.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 
 use super::{BACKEND, BackendStore, accounts, keys, usage, users};
@@ -76,6 +78,10 @@ impl Store for BackendStore {
 
     async fn group_members(&self, id: GroupId) -> StoreResult<Vec<UserId>> {
         users::group_members(&self.pool, id).await
+    }
+
+    async fn group_memberships(&self) -> StoreResult<BTreeMap<GroupId, Vec<UserId>>> {
+        users::group_memberships(&self.pool).await
     }
 
     async fn set_group_members(&self, id: GroupId, members: &[UserId]) -> StoreResult<()> {

@@ -1,5 +1,7 @@
 //! Users and groups. Compiled once per backend (see `sql/mod` note in `lib.rs`).
 
+use std::collections::BTreeMap;
+
 use sqlx::Pool;
 
 use super::Db;
@@ -133,6 +135,18 @@ pub(super) async fn group_members(pool: &Pool<Db>, id: GroupId) -> StoreResult<V
             .fetch_all(pool)
             .await?;
     Ok(ids.into_iter().map(UserId).collect())
+}
+
+pub(super) async fn group_memberships(pool: &Pool<Db>) -> StoreResult<BTreeMap<GroupId, Vec<UserId>>> {
+    let pairs: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT group_id, user_id FROM group_members ORDER BY group_id, user_id")
+            .fetch_all(pool)
+            .await?;
+    let mut memberships: BTreeMap<GroupId, Vec<UserId>> = BTreeMap::new();
+    for (group, user) in pairs {
+        memberships.entry(GroupId(group)).or_default().push(UserId(user));
+    }
+    Ok(memberships)
 }
 
 /// Replaces the members of `id` in one transaction: nobody sees half a list.

@@ -11,6 +11,7 @@ use crate::common::TestDb;
 crate::on_every_backend!(
     a_restricted_group_is_for_its_members_and_admins,
     replacing_the_members_is_all_or_nothing,
+    every_group_s_members_come_in_one_list,
     a_database_from_before_group_access_keeps_every_group_open
 );
 
@@ -149,6 +150,31 @@ async fn replacing_the_members_is_all_or_nothing(db: Arc<TestDb>) {
     store.set_group_members(vip.id, &[]).await.unwrap();
     assert!(store.group_members(vip.id).await.unwrap().is_empty());
     assert!(!store.may_use_group(carol.id, vip.id).await.unwrap());
+}
+
+async fn every_group_s_members_come_in_one_list(db: Arc<TestDb>) {
+    let store = &db.store;
+    let carol = user(store, "carol", false).await;
+    let dave = user(store, "dave", false).await;
+    let vip = store.create_group("vip").await.unwrap();
+    let staff = store.create_group("staff").await.unwrap();
+    let empty = store.create_group("empty").await.unwrap();
+    store
+        .set_group_members(vip.id, &[dave.id, carol.id])
+        .await
+        .unwrap();
+    store.set_group_members(staff.id, &[dave.id]).await.unwrap();
+    let all = store.group_memberships().await.unwrap();
+    assert_eq!(
+        all.get(&vip.id).map(Vec::as_slice),
+        Some(&[carol.id, dave.id][..])
+    );
+    assert_eq!(all.get(&staff.id).map(Vec::as_slice), Some(&[dave.id][..]));
+    assert!(!all.contains_key(&empty.id), "{all:?}");
+    // The same as asking group by group.
+    for group in [vip.id, staff.id] {
+        assert_eq!(all[&group], store.group_members(group).await.unwrap());
+    }
 }
 
 /// A database made before restricted groups existed: the migration leaves every group open, so
