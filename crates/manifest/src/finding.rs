@@ -31,7 +31,7 @@ impl Severity {
 pub struct Finding {
     /// The rule that found it.
     pub rule: Rule,
-    /// The rule's severity.
+    /// The rule's severity in this run ([`crate::Rule::severity_in`]: `--strict` raises some warnings).
     pub severity: Severity,
     /// JSON Pointer (RFC 6901) of the value concerned; `""` is the whole document.
     pub pointer: String,
@@ -135,8 +135,9 @@ impl<'t> Sink<'t> {
         &mut self.drafts[last]
     }
 
-    /// Turn the drafts into sorted findings with line and column.
-    pub fn finish(self) -> Vec<Finding> {
+    /// Turn the drafts into sorted findings with line and column; `strict` gives each finding its
+    /// severity under `--strict`.
+    pub fn finish(self, strict: bool) -> Vec<Finding> {
         let (text, lines) = (self.text, self.lines);
         let mut findings: Vec<Finding> = self
             .drafts
@@ -145,7 +146,7 @@ impl<'t> Sink<'t> {
                 let start = lines.locate(text, d.span.start);
                 let end = lines.locate(text, d.span.end.max(d.span.start));
                 Finding {
-                    severity: d.rule.severity(),
+                    severity: d.rule.severity_in(strict),
                     hint: d.hint.unwrap_or_else(|| d.rule.hint().to_owned()),
                     rule: d.rule,
                     pointer: d.pointer,

@@ -62,6 +62,8 @@ pub struct CheckOptions {
     pub now: SystemTime,
     /// Limits for unpacking packages.
     pub limits: PackageLimits,
+    /// `--strict`: report the findings the format makes errors under `--strict` (unknown keys) as errors.
+    pub strict: bool,
 }
 
 impl Default for CheckOptions {
@@ -70,6 +72,7 @@ impl Default for CheckOptions {
             root: None,
             now: SystemTime::now(),
             limits: PackageLimits::default(),
+            strict: false,
         }
     }
 }
@@ -160,7 +163,9 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
                     "",
                     Span::new(error.offset, error.offset + width),
                     error.message,
-                );
+                )
+                .expected(error.expected)
+                .found(error.found);
             }
             Ok(root) => {
                 let doc = rules::Doc::new(&root);
@@ -171,7 +176,7 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
                 fold::add_schema_findings(&root, &mut sink);
             }
         }
-        sink.finish()
+        sink.finish(options.strict)
     };
     FileReport {
         file: file.to_owned(),

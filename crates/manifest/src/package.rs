@@ -36,6 +36,10 @@ impl Default for PackageLimits {
 pub(crate) struct PackageProblem {
     pub rule: Rule,
     pub message: String,
+    /// What a good package has instead, briefly.
+    pub expected: String,
+    /// What this package has, briefly.
+    pub found: String,
 }
 
 /// What the entries really unpack to, counted by unpacking them (into nothing) up to `limit`
@@ -53,6 +57,8 @@ fn unpacked_beyond_declared<R: Read + std::io::Seek>(
                 return Some(problem(
                     Rule::PkgOpen,
                     format!("entry {index} cannot be unpacked: {why}"),
+                    UNPACKS,
+                    why.to_string(),
                 ));
             }
         };
@@ -66,6 +72,8 @@ fn unpacked_beyond_declared<R: Read + std::io::Seek>(
                 return Some(problem(
                     Rule::PkgOpen,
                     format!("entry {index} cannot be unpacked: {why}"),
+                    UNPACKS,
+                    why.to_string(),
                 ));
             }
         }
@@ -76,16 +84,31 @@ fn unpacked_beyond_declared<R: Read + std::io::Seek>(
                     "the package unpacks to more than {limit} bytes, the limit, though its entries declare \
                      less (a zip bomb?)"
                 ),
+                format!("at most {limit} unpacked bytes"),
+                format!("more than {limit} bytes when unpacked"),
             ));
         }
     }
     None
 }
 
-fn problem(rule: Rule, message: impl Into<String>) -> PackageProblem {
+/// `expected` of an entry that does not unpack.
+const UNPACKS: &str = "entries that unpack";
+
+/// `expected` of a repeated entry name.
+const UNIQUE_NAMES: &str = "every entry name once";
+
+fn problem(
+    rule: Rule,
+    message: impl Into<String>,
+    expected: impl Into<String>,
+    found: impl Into<String>,
+) -> PackageProblem {
     PackageProblem {
         rule,
         message: message.into(),
+        expected: expected.into(),
+        found: found.into(),
     }
 }
 
@@ -133,6 +156,8 @@ pub(crate) fn inspect(
             return vec![problem(
                 Rule::PkgOpen,
                 format!("the package does not open as a zip archive: {why}"),
+                "a zip archive",
+                why,
             )];
         }
     };
@@ -144,6 +169,8 @@ pub(crate) fn inspect(
                 archive.len(),
                 limits.max_entries
             ),
+            format!("at most {} entries", limits.max_entries),
+            format!("{} entries", archive.len()),
         ));
         return problems;
     }
@@ -153,6 +180,8 @@ pub(crate) fn inspect(
             Rule::PkgDupEntry,
             "the package has entries with the same name; only the last of them can be inspected, and an \
              unpacker may install any of them",
+            UNIQUE_NAMES,
+            "entries that share a name",
         ));
     }
     let mut seen = HashSet::with_capacity(archive.len());
@@ -169,6 +198,8 @@ pub(crate) fn inspect(
                 problems.push(problem(
                     Rule::PkgOpen,
                     format!("entry {index} cannot be read: {why}"),
+                    "readable zip entries",
+                    why.to_string(),
                 ));
                 return problems;
             }
@@ -179,6 +210,8 @@ pub(crate) fn inspect(
                 problems.push(problem(
                     Rule::PkgUnsafePath,
                     format!("entry {index} has an undecodable name: {why}"),
+                    "an entry name in UTF-8 or CP437",
+                    why.to_string(),
                 ));
                 continue;
             }
@@ -188,6 +221,8 @@ pub(crate) fn inspect(
             problems.push(problem(
                 Rule::PkgDupEntry,
                 format!("the package has more than one entry named `{name}`"),
+                UNIQUE_NAMES,
+                format!("`{name}` more than once"),
             ));
         }
         total = total.saturating_add(entry.size());
@@ -195,12 +230,16 @@ pub(crate) fn inspect(
             problems.push(problem(
                 Rule::PkgUnsafePath,
                 format!("entry `{name}` is unsafe to unpack: {why}"),
+                "a relative entry name without `..` segments",
+                format!("`{name}`"),
             ));
         }
         if entry.is_symlink() {
             problems.push(problem(
                 Rule::PkgSymlink,
                 format!("entry `{name}` is a symbolic link"),
+                "a regular file or folder",
+                format!("`{name}`, a symbolic link"),
             ));
         }
         if is_junk(&name) {
@@ -219,6 +258,8 @@ pub(crate) fn inspect(
                 "the package unpacks to {total} bytes; the limit is {}",
                 limits.max_unpacked_bytes
             ),
+            format!("at most {} unpacked bytes", limits.max_unpacked_bytes),
+            format!("{total} bytes"),
         ));
     } else if let Some(found) = unpacked_beyond_declared(&mut archive, limits.max_unpacked_bytes) {
         problems.push(found);
@@ -230,9 +271,12 @@ pub(crate) fn inspect(
         } else {
             String::new()
         };
+        let listed = format!("{}{more}", shown.join(", "));
         problems.push(problem(
             Rule::PkgJunk,
-            format!("the package contains junk files: {}{more}", shown.join(", ")),
+            format!("the package contains junk files: {listed}"),
+            "no __MACOSX/, .DS_Store, Thumbs.db, __pycache__, *.pyc or node_modules/ entries",
+            listed,
         ));
     }
     let sorted = names.windows(2).all(|w| w.first() <= w.get(1));
@@ -246,28 +290,36 @@ pub(crate) fn inspect(
         problems.push(problem(
             Rule::PkgNotReproducible,
             format!("the package was not built reproducibly: {why}"),
+            "entries in sorted order with one timestamp",
+            why,
         ));
     }
     let Some(index) = skill_md_index else {
         problems.push(problem(
             Rule::PkgNoSkillMd,
             format!("the package has neither SKILL.md nor {nested}; SKILL.md must be at the root or in `{skill_name}/`"),
+            format!("an entry SKILL.md or {nested}"),
+            format!("{} entries, none of them SKILL.md or {nested}", names.len()),
         ));
         return problems;
     };
     if let Some(expected) = checkout_skill_md {
         match read_entry(&mut archive, index, limits.max_skill_md_bytes) {
-            Ok(inside) if inside != expected => problems.push(problem(
-                Rule::PkgStale,
-                format!(
-                    "{} in the package differs from the checkout's SKILL.md",
-                    names.get(index).map_or("SKILL.md", String::as_str)
-                ),
-            )),
+            Ok(inside) if inside != expected => {
+                let name = names.get(index).map_or("SKILL.md", String::as_str);
+                problems.push(problem(
+                    Rule::PkgStale,
+                    format!("{name} in the package differs from the checkout's SKILL.md"),
+                    format!("the checkout's SKILL.md ({} bytes)", expected.len()),
+                    format!("a different {name} ({} bytes)", inside.len()),
+                ));
+            }
             Ok(_) => {}
             Err(why) => problems.push(problem(
                 Rule::PkgOpen,
                 format!("SKILL.md in the package cannot be read: {why}"),
+                "a readable SKILL.md",
+                why,
             )),
         }
     }

@@ -89,6 +89,67 @@ fn warnings_fail_only_with_fail_on_warning_or_strict() {
 }
 
 #[test]
+fn strict_reports_unknown_keys_as_errors_in_every_format() {
+    let mut checkout = Checkout::new();
+    checkout.skill(0).insert("sha_256".into(), json!("x"));
+    checkout.skill(0).insert("agents".into(), json!(["claude"]));
+    checkout.write_manifest();
+    let severities = |args: &[&str]| {
+        let output = run(args, checkout.root());
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let found: Vec<(String, String)> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["rule"].to_string(), f["severity"].to_string()))
+            .collect();
+        (code(&output), found, report["summary"].clone())
+    };
+    let (lenient_code, lenient, _) = severities(&["--format", "json", "registry.json"]);
+    assert_eq!(lenient_code, 0);
+    assert!(
+        lenient.contains(&(r#""R-UNKNOWN-KEY""#.into(), r#""warning""#.into())),
+        "{lenient:?}"
+    );
+    let (strict_code, strict, summary) = severities(&["--strict", "--format", "json", "registry.json"]);
+    assert_eq!(strict_code, 1);
+    assert!(
+        strict.contains(&(r#""R-UNKNOWN-KEY""#.into(), r#""error""#.into())),
+        "{strict:?}"
+    );
+    assert!(
+        strict.contains(&(r#""R-SKILL-AGENT-UNKNOWN""#.into(), r#""warning""#.into())),
+        "only the rules the format names are raised: {strict:?}"
+    );
+    assert_eq!(summary["errors"], 1);
+    assert_eq!(summary["warnings"], 1);
+    let text = stdout(&run(&["--strict", "registry.json"], checkout.root()));
+    assert!(text.contains("error[R-UNKNOWN-KEY]"), "{text}");
+    let sarif = run(
+        &["--strict", "--format", "sarif", "registry.json"],
+        checkout.root(),
+    );
+    let sarif: serde_json::Value = serde_json::from_str(&stdout(&sarif)).unwrap();
+    let unknown = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "R-UNKNOWN-KEY")
+        .unwrap();
+    assert_eq!(unknown["level"], "error");
+    let github = stdout(&run(
+        &["--strict", "--format", "github", "registry.json"],
+        checkout.root(),
+    ));
+    assert!(
+        github
+            .lines()
+            .any(|l| l.starts_with("::error ") && l.contains("title=R-UNKNOWN-KEY")),
+        "{github}"
+    );
+}
+
+#[test]
 fn unparseable_or_unreadable_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     write_file(&dir.path().join("bad.json"), "{\"a\": 1,}");
@@ -96,7 +157,7 @@ fn unparseable_or_unreadable_input_exits_2() {
     assert_eq!(code(&output), 2);
     assert_eq!(
         stdout(&output).trim_end(),
-        "::error file=bad.json,line=1,col=8,endLine=1,endColumn=9,title=R-JSON-TRAILING-COMMA::trailing comma before `}`; remove the comma%0Ahelp: Remove the trailing comma."
+        "::error file=bad.json,line=1,col=8,endLine=1,endColumn=9,title=R-JSON-TRAILING-COMMA::trailing comma before `}`; remove the comma%0Aexpected: another value after `,`, or `}` without the comma%0Afound: `,` directly before `}`%0Ahelp: Remove the trailing comma."
     );
     let missing = run(&["missing.json"], dir.path());
     assert_eq!(code(&missing), 2);
@@ -130,7 +191,8 @@ fn sarif_output_is_sarif_2_1_0() {
 
 #[test]
 fn several_files_are_reported_in_order() {
-    let checkout = Checkout::new();
+    let mut checkout = Checkout::new();
+    checkout.skill(0).insert("version".into(), json!("1.0"));
     checkout.write_manifest();
     write_file(
         &checkout.path("second.json"),
@@ -138,17 +200,38 @@ fn several_files_are_reported_in_order() {
             .text()
             .replace("\"schema_version\": \"1\"", "\"schema_version\": \"3\""),
     );
-    let output = run(
-        &["--format", "json", "registry.json", "second.json"],
-        checkout.root(),
-    );
-    assert_eq!(code(&output), 1);
-    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let order = |files: [&str; 2]| {
+        let output = run(&["--format", "json", files[0], files[1]], checkout.root());
+        assert_eq!(code(&output), 1);
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(
+            report["summary"],
+            json!({"files": 2, "errors": 3, "warnings": 0, "infos": 0})
+        );
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| format!("{} {}", f["file"].as_str().unwrap(), f["rule"].as_str().unwrap()))
+            .collect::<Vec<_>>()
+    };
+    // Files in the order given; within a file, findings by location.
     assert_eq!(
-        report["summary"],
-        json!({"files": 2, "errors": 1, "warnings": 0, "infos": 0})
+        order(["registry.json", "second.json"]),
+        [
+            "registry.json R-SKILL-VERSION",
+            "second.json R-TOP-SCHEMA-VERSION",
+            "second.json R-SKILL-VERSION",
+        ]
     );
-    assert_eq!(report["findings"][0]["file"], "second.json");
+    assert_eq!(
+        order(["second.json", "registry.json"]),
+        [
+            "second.json R-TOP-SCHEMA-VERSION",
+            "second.json R-SKILL-VERSION",
+            "registry.json R-SKILL-VERSION",
+        ]
+    );
 }
 
 fn write_config(root: &Path) {

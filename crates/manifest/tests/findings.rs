@@ -290,3 +290,122 @@ fn malformed_language_tags_are_one_finding() {
         );
     }
 }
+
+#[test]
+fn a_path_gets_a_finding_for_every_rule_it_breaks() {
+    let mut checkout = Checkout::new();
+    checkout.api(0).insert("path".into(), json!("/a/../b\\c.md"));
+    for report in [checkout.check_offline(), checkout.check()] {
+        let found: Vec<(&str, &str)> = report
+            .findings
+            .iter()
+            .map(|f| (f.rule.id(), f.pointer.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("R-PATH-ABSOLUTE", "/apis/0/path"),
+                ("R-PATH-BACKSLASH", "/apis/0/path"),
+                ("R-PATH-PARENT", "/apis/0/path"),
+            ],
+            "{:#?}",
+            report.findings
+        );
+        // The cleaned path `a/../b/c.md` still leaves the folder, so it is not suggested.
+        assert_eq!(report.findings[1].hint, Rule::PathBackslash.hint());
+    }
+}
+
+#[test]
+fn strict_raises_only_unknown_keys_to_errors() {
+    let mut checkout = Checkout::new();
+    checkout.manifest["extra"] = json!(1);
+    checkout.skill(0).insert("agents".into(), json!(["claude"]));
+    let bytes = checkout.bytes();
+    let severities = |strict: bool| {
+        let options = imagegate_manifest::CheckOptions {
+            strict,
+            ..checkout.options(false)
+        };
+        let report = imagegate_manifest::check_bytes("registry.json", &bytes, &options);
+        report
+            .findings
+            .iter()
+            .map(|f| (f.rule.id(), f.severity))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        severities(false),
+        [
+            ("R-UNKNOWN-KEY", Severity::Warning),
+            ("R-SKILL-AGENT-UNKNOWN", Severity::Warning)
+        ]
+    );
+    assert_eq!(
+        severities(true),
+        [
+            ("R-UNKNOWN-KEY", Severity::Error),
+            ("R-SKILL-AGENT-UNKNOWN", Severity::Warning)
+        ]
+    );
+    let raised: Vec<&str> = Rule::ALL
+        .iter()
+        .filter(|r| r.severity_in(true) != r.severity())
+        .map(|r| r.id())
+        .collect();
+    assert_eq!(raised, ["R-UNKNOWN-KEY"]);
+}
+
+#[test]
+fn an_api_referenced_only_by_a_misspelling_or_its_path_is_still_unused() {
+    let mut checkout = Checkout::new();
+    checkout
+        .skill(0)
+        .insert("api_docs".into(), json!(["images-apii"]));
+    checkout
+        .skill(1)
+        .insert("api_docs".into(), json!(["apis/zh-CN/search-api.md"]));
+    let report = checkout.check_offline();
+    let found: Vec<(&str, &str, &str)> = report
+        .findings
+        .iter()
+        .map(|f| (f.rule.id(), f.pointer.as_str(), f.hint.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("R-XREF-API-UNUSED", "/apis/0/id", Rule::XrefApiUnused.hint()),
+            ("R-XREF-API-UNUSED", "/apis/1/id", Rule::XrefApiUnused.hint()),
+            (
+                "R-XREF-API-DOC",
+                "/skills/0/api_docs/0",
+                "Did you mean \"images-api\"?"
+            ),
+            (
+                "R-XREF-API-DOC",
+                "/skills/1/api_docs/0",
+                "api_docs holds API ids, not paths: write \"search-api\"."
+            ),
+        ],
+        "{:#?}",
+        report.findings
+    );
+}
+
+#[test]
+fn a_schema_constraint_finding_shows_the_offending_value_and_the_constraint() {
+    let mut checkout = Checkout::new();
+    checkout.skill(0).insert("tags".into(), json!([1, 1]));
+    let report = checkout.check_offline();
+    let constraint = report
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::SchemaConstraint)
+        .unwrap();
+    assert_eq!(constraint.pointer, "/skills/0/tags");
+    assert_eq!(constraint.found.as_deref(), Some("[1,1]"));
+    assert_eq!(
+        constraint.expected.as_deref(),
+        Some("uniqueItems: true (/$defs/skill/properties/tags/uniqueItems)")
+    );
+}

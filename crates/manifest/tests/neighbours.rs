@@ -40,6 +40,13 @@ fn neighbour_formats_are_recognized_and_reported_with_locations() {
             "{}",
             path.display()
         );
+        let incomplete: Vec<&str> = report
+            .findings
+            .iter()
+            .filter(|f| f.expected.is_none() || f.found.is_none())
+            .map(|f| f.rule.id())
+            .collect();
+        assert!(incomplete.is_empty(), "{}: {incomplete:?}", path.display());
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if name.starts_with("copyleftdev") {
             // sk1llz has real duplicate names.

@@ -329,17 +329,17 @@ fn every_rule_fires_on_its_broken_fixture() {
         if !rule_ids(&report).contains(&rule) {
             missed.push(format!("{rule}: got {:?}", rule_ids(&report)));
         }
-        let expected = Rule::from_id(rule).unwrap();
-        for finding in report.findings.iter().filter(|f| f.rule == expected) {
-            assert_eq!(finding.severity, expected.severity());
-            assert!(
-                finding.start.line >= 1 && finding.start.column >= 1,
+        for finding in &report.findings {
+            let start = finding.span.start.min(report.source.len());
+            assert!(report.source.is_char_boundary(start), "{rule}: {finding:?}");
+            // Recount line:column (characters) from the text; the fixtures use `\n` line endings only.
+            let before = &report.source[..start];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap().chars().count() + 1;
+            assert_eq!(
+                (finding.start.line, finding.start.column),
+                (line, column),
                 "{rule}: {finding:?}"
-            );
-            assert!(
-                report
-                    .source
-                    .is_char_boundary(finding.span.start.min(report.source.len()))
             );
         }
     }
@@ -347,6 +347,38 @@ fn every_rule_fires_on_its_broken_fixture() {
         missed.is_empty(),
         "rules that did not fire:\n{}",
         missed.join("\n")
+    );
+}
+
+/// Spec §2: every finding carries the expected value and the value found.
+#[test]
+fn every_finding_says_what_was_expected_and_what_was_found() {
+    let mut incomplete = Vec::new();
+    for (rule, breaker) in cases() {
+        let mut checkout = Checkout::new();
+        breaker(&mut checkout);
+        for report in [checkout.check(), checkout.check_offline()] {
+            for f in &report.findings {
+                if f.expected.as_deref().is_none_or(str::is_empty)
+                    || f.found.as_deref().is_none_or(str::is_empty)
+                {
+                    incomplete.push(format!(
+                        "{} (case {rule}): expected {:?}, found {:?}: {}",
+                        f.rule.id(),
+                        f.expected,
+                        f.found,
+                        f.message
+                    ));
+                }
+            }
+        }
+    }
+    incomplete.sort();
+    incomplete.dedup();
+    assert!(
+        incomplete.is_empty(),
+        "findings without expected or found:\n{}",
+        incomplete.join("\n")
     );
 }
 

@@ -32,7 +32,7 @@ struct Cli {
     /// Lowest severity that makes the run fail (exit 1).
     #[arg(long, value_enum, default_value_t = FailOn::Error, value_name = "SEVERITY")]
     fail_on: FailOn,
-    /// Shorthand for --fail-on warning.
+    /// Report unknown keys as errors, and fail on warnings (implies --fail-on warning).
     #[arg(long)]
     strict: bool,
     /// Manifest files to check.
@@ -113,6 +113,7 @@ fn stdout_text(text: &str) {
 fn run_check(cli: &Cli) -> ExitCode {
     let options = CheckOptions {
         root: cli.root.clone(),
+        strict: cli.strict,
         ..CheckOptions::default()
     };
     if let Some(root) = &cli.root

@@ -21,11 +21,10 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::Severity;
 use crate::finding::quote;
 use crate::frontmatter::{self, FrontMatter};
 use crate::model::{Api, Manifest, Skill};
-use crate::rules::paths::path_problem;
+use crate::rules::paths::path_error;
 use crate::rules::text::slug_problem;
 
 /// Why generating failed.
@@ -190,13 +189,13 @@ fn package_path(config: &GenerateConfig, name: &str) -> Result<String, String> {
 
 /// `Err` with the reason when `path` is not a safe path relative to the root (an error of the path rules).
 fn safe_relative(path: &str) -> Result<(), String> {
-    match path_problem(path) {
-        Some((rule, why)) if rule.severity() == Severity::Error => Err(format!(
+    match path_error(path) {
+        Some((rule, why)) => Err(format!(
             "{} is not a safe path relative to the root: {why} ({}); nothing was written",
             quote(path),
             rule.id()
         )),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

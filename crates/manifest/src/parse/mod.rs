@@ -94,6 +94,10 @@ pub struct SyntaxError {
     pub offset: usize,
     /// What is wrong, in words.
     pub message: String,
+    /// What the grammar allows at the offset, briefly.
+    pub expected: String,
+    /// What stands at the offset, briefly (e.g. `` `}` `` or `end of input`).
+    pub found: String,
 }
 
 impl Node {

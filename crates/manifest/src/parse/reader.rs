@@ -14,6 +14,8 @@ pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
             SyntaxErrorKind::Bom,
             0,
             "the file starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without BOM",
+            NO_BOM,
+            "the UTF-8 byte order mark EF BB BF".to_owned(),
         ));
     }
     if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
@@ -21,13 +23,24 @@ pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
             SyntaxErrorKind::Bom,
             0,
             "the file starts with a UTF-16 byte order mark; the manifest must be UTF-8 without BOM",
+            NO_BOM,
+            format!(
+                "the UTF-16 byte order mark {}",
+                hex_bytes(bytes.get(..2).unwrap_or_default())
+            ),
         ));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let bad = bytes
+            .get(at..at + e.error_len().unwrap_or(bytes.len() - at))
+            .unwrap_or_default();
         error(
             SyntaxErrorKind::Utf8,
-            e.valid_up_to(),
+            at,
             "invalid UTF-8 byte sequence; the manifest must be UTF-8",
+            "a UTF-8 encoded character",
+            format!("the bytes {}", hex_bytes(bad)),
         )
     })?;
     let mut reader = Reader {
@@ -45,12 +58,26 @@ pub fn parse(bytes: &[u8]) -> Result<Node, SyntaxError> {
     Ok(node)
 }
 
-fn error(kind: SyntaxErrorKind, offset: usize, message: &str) -> SyntaxError {
+/// `expected` of a byte order mark error.
+const NO_BOM: &str = "UTF-8 text without a byte order mark";
+
+fn error(kind: SyntaxErrorKind, offset: usize, message: &str, expected: &str, found: String) -> SyntaxError {
     SyntaxError {
         kind,
         offset,
         message: message.to_owned(),
+        expected: expected.to_owned(),
+        found,
     }
+}
+
+/// `EF BB BF`.
+fn hex_bytes(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 struct Reader<'a> {
@@ -65,20 +92,24 @@ impl Reader<'_> {
         self.bytes.get(self.pos).copied()
     }
 
+    /// The character at `offset` for a message: `` `c` `` (control characters escaped) or `end of input`.
+    fn found_at(&self, offset: usize) -> String {
+        match self.text.get(offset..).and_then(|rest| rest.chars().next()) {
+            None => "end of input".to_owned(),
+            Some(c) if c.is_control() => format!("`{}`", c.escape_debug()),
+            Some(c) => format!("`{c}`"),
+        }
+    }
+
     /// Error for the character at `pos` (or the end of input), saying what was expected instead.
     fn unexpected(&self, expected: &str) -> SyntaxError {
-        let message = match self.text.get(self.pos..).and_then(|rest| rest.chars().next()) {
-            None => format!("unexpected end of input; expected {expected}"),
-            Some(c) if c.is_control() => {
-                format!("unexpected character `{}`; expected {expected}", c.escape_debug())
-            }
-            Some(c) => format!("unexpected character `{c}`; expected {expected}"),
+        let found = self.found_at(self.pos);
+        let message = if found == "end of input" {
+            format!("unexpected end of input; expected {expected}")
+        } else {
+            format!("unexpected character {found}; expected {expected}")
         };
-        SyntaxError {
-            kind: SyntaxErrorKind::Grammar,
-            offset: self.pos,
-            message,
-        }
+        error(SyntaxErrorKind::Grammar, self.pos, &message, expected, found)
     }
 
     /// Skip whitespace; a `/` here starts a comment, which JSON does not have.
@@ -87,10 +118,13 @@ impl Reader<'_> {
             match b {
                 b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
                 b'/' if matches!(self.bytes.get(self.pos + 1), Some(b'/' | b'*')) => {
+                    let opener = self.text.get(self.pos..self.pos + 2).unwrap_or_default();
                     return Err(error(
                         SyntaxErrorKind::Comment,
                         self.pos,
                         "comments are not allowed in JSON; remove the comment",
+                        "whitespace or a JSON value; JSON has no comments",
+                        format!("the comment opener `{opener}`"),
                     ));
                 }
                 _ => break,
@@ -126,6 +160,8 @@ impl Reader<'_> {
                 SyntaxErrorKind::Depth,
                 self.pos,
                 &format!("arrays and objects are nested deeper than {MAX_DEPTH} levels"),
+                &format!("at most {MAX_DEPTH} nested arrays and objects"),
+                format!("{} opening level {}", self.found_at(self.pos), MAX_DEPTH + 1),
             ));
         }
         self.depth += 1;
@@ -153,10 +189,13 @@ impl Reader<'_> {
     /// After a `,`: a closing bracket here means a trailing comma.
     fn check_trailing_comma(&self, comma: usize, close: u8) -> Result<(), SyntaxError> {
         if self.peek() == Some(close) {
+            let close = close as char;
             return Err(error(
                 SyntaxErrorKind::TrailingComma,
                 comma,
-                &format!("trailing comma before `{}`; remove the comma", close as char),
+                &format!("trailing comma before `{close}`; remove the comma"),
+                &format!("another value after `,`, or `{close}` without the comma"),
+                format!("`,` directly before `{close}`"),
             ));
         }
         Ok(())
@@ -296,6 +335,8 @@ impl Reader<'_> {
                         SyntaxErrorKind::Grammar,
                         self.pos,
                         "control character in a string; write it as an escape such as \\n or \\u0009",
+                        "an escape such as \\n or \\u0009 instead of a control character",
+                        self.found_at(self.pos),
                     ));
                 }
                 None => return Err(self.unexpected("`\"` to close the string")),
@@ -340,29 +381,33 @@ impl Reader<'_> {
     }
 
     fn unicode_escape(&mut self, backslash: usize) -> Result<char, SyntaxError> {
-        let lone = |offset| {
+        let text = self.text;
+        // The escapes read so far, `backslash..end`, are the value found.
+        let lone = |end: usize| {
             error(
                 SyntaxErrorKind::Grammar,
-                offset,
+                backslash,
                 "lone UTF-16 surrogate in a \\u escape; it is not a character",
+                "a \\u escape of a character (U+10000 and above as a surrogate pair)",
+                format!("`{}`", text.get(backslash..end).unwrap_or_default()),
             )
         };
         let first = self.hex4()?;
         let code = match first {
             0xD800..=0xDBFF => {
                 if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
-                    return Err(lone(backslash));
+                    return Err(lone(self.pos));
                 }
                 self.pos += 2;
                 let second = self.hex4()?;
                 if !(0xDC00..=0xDFFF).contains(&second) {
-                    return Err(lone(backslash));
+                    return Err(lone(self.pos));
                 }
                 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
             }
-            0xDC00..=0xDFFF => return Err(lone(backslash)),
+            0xDC00..=0xDFFF => return Err(lone(self.pos)),
             other => other,
         };
-        char::from_u32(code).ok_or_else(|| lone(backslash))
+        char::from_u32(code).ok_or_else(|| lone(self.pos))
     }
 }

@@ -164,3 +164,51 @@ fn columns_in_ascii_text_are_byte_distances() {
         );
     }
 }
+
+#[test]
+fn syntax_errors_say_what_was_expected_and_found() {
+    let pair = |input: &[u8]| {
+        let e = parse(input).unwrap_err();
+        (e.expected, e.found)
+    };
+    let depth = "[".repeat(MAX_DEPTH + 1);
+    let cases: [(&[u8], &str, &str); 9] = [
+        (b"{\"a\" 1}", "`:` after the key", "`1`"),
+        (b"", "a JSON value", "end of input"),
+        (
+            b"{\"a\": 1,}",
+            "another value after `,`, or `}` without the comma",
+            "`,` directly before `}`",
+        ),
+        (
+            b"[1 /* x */]",
+            "whitespace or a JSON value; JSON has no comments",
+            "the comment opener `/*`",
+        ),
+        (
+            b"\xEF\xBB\xBF{}",
+            "UTF-8 text without a byte order mark",
+            "the UTF-8 byte order mark EF BB BF",
+        ),
+        (
+            b"\xFF\xFE{}",
+            "UTF-8 text without a byte order mark",
+            "the UTF-16 byte order mark FF FE",
+        ),
+        (b"{\"a\": \"\xff\"}", "a UTF-8 encoded character", "the bytes FF"),
+        (
+            b"[\"\\ud800\"]",
+            "a \\u escape of a character (U+10000 and above as a surrogate pair)",
+            "`\\ud800`",
+        ),
+        (
+            depth.as_bytes(),
+            "at most 128 nested arrays and objects",
+            "`[` opening level 129",
+        ),
+    ];
+    for (input, expected, found) in cases {
+        assert_eq!(pair(input), (expected.to_owned(), found.to_owned()), "{input:?}");
+    }
+    assert_eq!(pair(b"\"a\x01\"").1, "`\\u{1}`");
+}

@@ -29,6 +29,18 @@ pub(super) fn resolve(base: &Path, path: &Path) -> Result<PathBuf, Unusable> {
     }
 }
 
+/// What `path` is, for a finding about a path that is not what it should be: `a folder`, `a file`, or
+/// `not a regular file or folder` (a FIFO, a socket, a device).
+pub(super) fn kind(path: &Path) -> &'static str {
+    if path.is_dir() {
+        "a folder"
+    } else if path.is_file() {
+        "a file"
+    } else {
+        "not a regular file or folder"
+    }
+}
+
 /// Read all of the regular file `file`, refusing more than `limit` bytes.
 pub(super) fn read_bounded(file: &Path, limit: u64) -> Result<Vec<u8>, String> {
     File::open(file)

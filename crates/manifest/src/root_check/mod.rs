@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 
 pub(crate) use files::hash_file;
 
-use crate::Severity;
 use crate::finding::{Sink, quote};
 use crate::package::{self, PackageLimits};
 use crate::parse::NodeValue;
-use crate::rules::paths::path_problem;
+use crate::rules::paths::path_error;
 use crate::rules::text::is_sha256_hex;
 use crate::rules::{Doc, Field, Obj, Rule, child};
 use files::Unusable;
@@ -50,14 +49,16 @@ pub(crate) fn check(doc: &Doc<'_>, dir: &Path, limits: &PackageLimits, sink: &mu
                 &path.ptr(),
                 path.span(),
                 format!("{} is not a file", quote(path.text)),
-            );
+            )
+            .expected("a regular file")
+            .found(files::kind(&file));
         }
     }
 }
 
 /// `base/field` when the path is usable and stays inside the checkout; reports a missing file as `missing`.
 fn inside(base: &Path, field: &Field<'_, '_>, sink: &mut Sink, missing: Rule, what: &str) -> Option<PathBuf> {
-    if path_problem(field.text).is_some_and(|(rule, _)| rule.severity() == Severity::Error) {
+    if path_error(field.text).is_some() {
         return None; // already reported by the path rules
     }
     let joined = base.join(field.text.trim_end_matches('/'));
@@ -69,7 +70,8 @@ fn inside(base: &Path, field: &Field<'_, '_>, sink: &mut Sink, missing: Rule, wh
                 field.span(),
                 format!("the {what} {} does not exist in the checkout", quote(field.text)),
             )
-            .found(joined.display().to_string());
+            .expected(format!("the {what} to exist in the checkout"))
+            .found(format!("missing: {}", joined.display()));
             None
         }
         Err(Unusable::Outside(real)) => {
@@ -79,6 +81,7 @@ fn inside(base: &Path, field: &Field<'_, '_>, sink: &mut Sink, missing: Rule, wh
                 field.span(),
                 format!("the {what} {} {}", quote(field.text), files::OUTSIDE),
             )
+            .expected(format!("the {what} inside the checkout"))
             .found(real.display().to_string());
             None
         }
@@ -102,7 +105,9 @@ fn package_file(
             &package.ptr(),
             package.span(),
             format!("the package {} is not a regular file", quote(package.text)),
-        );
+        )
+        .expected("a regular file")
+        .found(files::kind(file));
         return;
     }
     let (length, digest) = match files::hash_file(file) {
@@ -113,7 +118,9 @@ fn package_file(
                 &package.ptr(),
                 package.span(),
                 format!("the package cannot be read: {why}"),
-            );
+            )
+            .expected("a readable file")
+            .found(why.to_string());
             return;
         }
     };
@@ -144,7 +151,9 @@ fn package_file(
         .found(sha.text.to_owned());
     }
     let skill_name = name.map_or("", |n| n.text);
-    for found in package::inspect(file, skill_name, skill_md, limits) {
-        sink.add(found.rule, &package.ptr(), package.span(), found.message);
+    for problem in package::inspect(file, skill_name, skill_md, limits) {
+        sink.add(problem.rule, &package.ptr(), package.span(), problem.message)
+            .expected(problem.expected)
+            .found(problem.found);
     }
 }

@@ -8,6 +8,9 @@ use crate::finding::{Sink, quote};
 use crate::frontmatter::{self, SKILL_KEYS, normalize_space};
 use crate::rules::{Field, Obj, Rule};
 
+/// `expected` of an unusable front matter.
+const FRONT_MATTER: &str = "YAML front matter between `---` lines with string `name` and `description`";
+
 /// Most bytes of SKILL.md read from the checkout.
 const MAX_SKILL_MD: u64 = 1024 * 1024;
 
@@ -26,7 +29,9 @@ pub(super) fn skill_folder(
             &path.ptr(),
             path.span(),
             format!("{} is not a folder", quote(path.text)),
-        );
+        )
+        .expected("a folder")
+        .found(files::kind(&folder));
         return None;
     }
     let bytes = read_skill_md(base, &folder, path, sink)?;
@@ -41,17 +46,25 @@ pub(super) fn skill_folder(
                 &path.ptr(),
                 path.span(),
                 format!("SKILL.md front matter: {why}"),
-            );
+            )
+            .expected(FRONT_MATTER)
+            .found(why);
             return Some(bytes);
         }
     };
     let (Some(fm_name), Some(fm_description)) = (front.str("name"), front.str("description")) else {
+        let lacking: Vec<&str> = ["name", "description"]
+            .into_iter()
+            .filter(|key| front.str(key).is_none())
+            .collect();
         sink.add(
             Rule::RootFrontMatter,
             &path.ptr(),
             path.span(),
             "SKILL.md front matter lacks a string `name` or `description`",
-        );
+        )
+        .expected(FRONT_MATTER)
+        .found(format!("no string {}", lacking.join(" or ")));
         return Some(bytes);
     };
     let folder_name = path
@@ -108,7 +121,8 @@ pub(super) fn skill_folder(
                 unknown.join(", ")
             ),
         )
-        .expected(SKILL_KEYS.join(", "));
+        .expected(SKILL_KEYS.join(", "))
+        .found(unknown.join(", "));
     }
     Some(bytes)
 }
@@ -119,30 +133,31 @@ pub(super) fn skill_folder(
 fn read_skill_md(base: &Path, folder: &Path, path: &Field<'_, '_>, sink: &mut Sink) -> Option<Vec<u8>> {
     let shown = format!("{}/SKILL.md", path.text.trim_end_matches('/'));
     let (message, found) = match files::resolve(base, &folder.join("SKILL.md")) {
-        Err(Unusable::Missing(why)) => (format!("{shown} cannot be read: {why}"), None),
-        Err(Unusable::Outside(real)) => (
-            format!("{shown} {}", files::OUTSIDE),
-            Some(real.display().to_string()),
+        Err(Unusable::Missing(why)) => (
+            format!("{shown} cannot be read: {why}"),
+            format!("missing: {why}"),
         ),
+        Err(Unusable::Outside(real)) => (format!("{shown} {}", files::OUTSIDE), real.display().to_string()),
         Ok(file) => match file.metadata() {
-            Ok(meta) if !meta.is_file() => (format!("{shown} is not a regular file"), None),
+            Ok(meta) if !meta.is_file() => (
+                format!("{shown} is not a regular file"),
+                files::kind(&file).to_owned(),
+            ),
             Ok(meta) if meta.len() > MAX_SKILL_MD => (
                 format!("{shown} is too large to be a SKILL.md: {} bytes", meta.len()),
-                Some(format!("{} bytes", meta.len())),
+                format!("{} bytes", meta.len()),
             ),
-            Err(why) => (format!("{shown} cannot be read: {why}"), None),
+            Err(why) => (format!("{shown} cannot be read: {why}"), why.to_string()),
             Ok(_) => match files::read_bounded(&file, MAX_SKILL_MD) {
                 Ok(bytes) => return Some(bytes),
-                Err(why) => (format!("{shown} cannot be read: {why}"), None),
+                Err(why) => (format!("{shown} cannot be read: {why}"), why),
             },
         },
     };
-    let draft = sink.add(Rule::RootSkillMdMissing, &path.ptr(), path.span(), message);
-    draft.expected(format!(
-        "a SKILL.md file of at most {MAX_SKILL_MD} bytes in the skill folder"
-    ));
-    if let Some(found) = found {
-        draft.found(found);
-    }
+    sink.add(Rule::RootSkillMdMissing, &path.ptr(), path.span(), message)
+        .expected(format!(
+            "a SKILL.md file of at most {MAX_SKILL_MD} bytes in the skill folder"
+        ))
+        .found(found);
     None
 }

@@ -23,7 +23,7 @@ macro_rules! catalog {
                 match self { $(Rule::$variant => $id,)* }
             }
 
-            /// The severity of every finding of this rule.
+            /// The severity of every finding of this rule (without `--strict`, see [`Rule::severity_in`]).
             pub fn severity(self) -> Severity {
                 match self { $(Rule::$variant => Severity::$severity,)* }
             }
@@ -264,6 +264,21 @@ catalog! {
 }
 
 impl Rule {
+    /// Whether `--strict` reports this rule's findings as errors: the rules the format marks "(w), or
+    /// errors under `--strict`" (unknown keys, kept as warnings for forward compatibility).
+    pub fn is_error_under_strict(self) -> bool {
+        matches!(self, Rule::UnknownKey)
+    }
+
+    /// The severity of this rule's findings in a run with (`strict`) or without `--strict`.
+    pub fn severity_in(self, strict: bool) -> Severity {
+        if strict && self.is_error_under_strict() {
+            Severity::Error
+        } else {
+            self.severity()
+        }
+    }
+
     /// The rule with this id, if any.
     pub fn from_id(id: &str) -> Option<Rule> {
         Rule::ALL.iter().copied().find(|r| r.id() == id)

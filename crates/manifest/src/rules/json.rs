@@ -88,6 +88,7 @@ fn report_repeats(members: &[Member], path: &[Step<'_>], sink: &mut Sink) {
             second.key_span,
             format!("key {} appears more than once in this object", quote(&second.key)),
         )
+        .expected("a key no other member of this object uses")
         .found(format!("second occurrence; the first is at {first_at}"))
         .hint("Keep one of the members; most JSON parsers silently use the last one.");
     }

@@ -92,6 +92,7 @@ pub(crate) fn string_list<'a, 'p>(
                 item.span(),
                 format!("`{key}` repeats {}", quote(item.text)),
             )
+            .expected(format!("an item no other item of `{key}` repeats"))
             .found(format!("also at {first_ptr}"));
             continue;
         }

@@ -22,55 +22,80 @@ pub(crate) fn path_fields<'a, 'p>(doc: &'p Doc<'a>) -> Vec<Field<'a, 'p>> {
     fields
 }
 
-/// Why `path` is not a safe relative path, as the rule and a reason; the most serious problem only.
-/// An empty path is `R-FIELD-BLANK` (an error: it names no file).
-pub fn path_problem(path: &str) -> Option<(Rule, String)> {
+/// Every rule `path` breaks as a safe relative path, each with a reason, most serious first.
+/// An empty path is `R-FIELD-BLANK` only (an error: it names no file).
+pub fn path_problems(path: &str) -> Vec<(Rule, String)> {
     if path.is_empty() {
-        return Some((Rule::FieldBlank, "the path is empty".to_owned()));
+        return vec![(Rule::FieldBlank, "the path is empty".to_owned())];
     }
-    let drive = has_drive_letter(path);
-    // `file:x.zip` and `data:...` as well as `https://...`: a scheme is letters, digits, `+`, `-`
-    // and `.` before the first `:` of the first segment (`:` is no file name character on Windows).
-    let first_segment = path.split('/').next().unwrap_or_default();
-    let scheme = !drive
-        && first_segment.split_once(':').is_some_and(|(s, _)| {
-            s.starts_with(|c: char| c.is_ascii_alphabetic())
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        });
-    if path.starts_with('/') || path.starts_with('\\') || drive || scheme {
-        let what = if scheme {
-            "it is a URL"
-        } else if drive {
-            "it starts with a drive letter"
-        } else {
-            "it starts at the file system root"
-        };
-        return Some((Rule::PathAbsolute, format!("the path is absolute: {what}")));
+    let mut problems = Vec::new();
+    let (absolute, rest) = absolute_prefix(path);
+    if let Some(what) = absolute {
+        problems.push((Rule::PathAbsolute, format!("the path is absolute: {what}")));
     }
     if path.contains('\\') {
-        return Some((
+        problems.push((
             Rule::PathBackslash,
             "the path uses `\\` as a separator".to_owned(),
         ));
     }
-    let segments: Vec<&str> = path.split('/').collect();
+    // Segments after any absolute prefix, split at `\` too: Windows reads `a\..\b` as leaving `a`.
+    let segments: Vec<&str> = rest.split(['/', '\\']).collect();
     if segments.contains(&"..") {
-        return Some((
+        problems.push((
             Rule::PathParent,
             "the path has a `..` segment and may leave the repository".to_owned(),
         ));
     }
     if !is_nfc(path) {
-        return Some((Rule::PathNfc, "the path is not in Unicode NFC form".to_owned()));
+        problems.push((Rule::PathNfc, "the path is not in Unicode NFC form".to_owned()));
     }
-    if segments.iter().any(|s| s.is_empty() || *s == ".") {
-        return Some((
+    if !rest.is_empty() && segments.iter().any(|s| s.is_empty() || *s == ".") {
+        problems.push((
             Rule::PathDotSegment,
             "the path has an empty or `.` segment".to_owned(),
         ));
     }
-    None
+    problems
+}
+
+/// The most serious problem of `path` that is an error, if any: the path cannot name a file in the checkout.
+pub(crate) fn path_error(path: &str) -> Option<(Rule, String)> {
+    path_problems(path)
+        .into_iter()
+        .find(|(rule, _)| rule.severity() == crate::Severity::Error)
+}
+
+/// Why `path` is absolute, if it is, and the rest of the path after the absolute prefix (the scheme,
+/// drive letter and leading separators).
+fn absolute_prefix(path: &str) -> (Option<&'static str>, &str) {
+    let separators: &[char] = &['/', '\\'];
+    if has_drive_letter(path) {
+        let rest = path.get(2..).unwrap_or_default();
+        return (
+            Some("it starts with a drive letter"),
+            rest.trim_start_matches(separators),
+        );
+    }
+    // `file:x.zip` and `data:...` as well as `https://...`: a scheme is letters, digits, `+`, `-`
+    // and `.` before the first `:` of the first segment (`:` is no file name character on Windows).
+    let first_segment = path.split('/').next().unwrap_or_default();
+    if let Some((scheme, _)) = first_segment.split_once(':')
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        let rest = path.get(scheme.len() + 1..).unwrap_or_default();
+        return (Some("it is a URL"), rest.trim_start_matches(separators));
+    }
+    if path.starts_with(separators) {
+        return (
+            Some("it starts at the file system root"),
+            path.trim_start_matches(separators),
+        );
+    }
+    (None, path)
 }
 
 /// The cleaned form of a path for a hint: `/` separators, no empty or `.` segments, NFC.
@@ -87,21 +112,29 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
     let fields = path_fields(doc);
     let mut seen = SeenPaths::default();
     for field in &fields {
-        if let Some((rule, message)) = path_problem(field.text) {
+        let problems = path_problems(field.text);
+        // Suggest the cleaned path only when it is itself a safe path.
+        let clean = (!problems.is_empty())
+            .then(|| cleaned(field.text))
+            .filter(|clean| !clean.is_empty() && path_problems(clean).is_empty());
+        let mut unusable = false;
+        for (rule, message) in problems {
             let draft = sink.add(rule, &field.ptr(), field.span(), message);
             draft
                 .expected("a relative path with `/` separators, e.g. skills/pdf-tools")
                 .found(quote(field.text));
-            if matches!(rule, Rule::PathBackslash | Rule::PathNfc | Rule::PathDotSegment) {
-                draft.hint(format!("Write {}.", quote(&cleaned(field.text))));
+            if let Some(clean) = &clean
+                && matches!(rule, Rule::PathBackslash | Rule::PathNfc | Rule::PathDotSegment)
+            {
+                draft.hint(format!("Write {}.", quote(clean)));
             } else if rule == Rule::FieldBlank {
                 draft.hint("Write the path relative to the repository root, e.g. skills/pdf-tools.");
             }
-            if rule.severity() == crate::Severity::Error {
-                continue;
-            }
+            unusable |= rule.severity() == crate::Severity::Error;
         }
-        case_collision(field, &mut seen, sink);
+        if !unusable {
+            case_collision(field, &mut seen, sink);
+        }
     }
 }
 
@@ -165,27 +198,45 @@ fn case_collision<'a, 'p>(field: &Field<'a, 'p>, seen: &mut SeenPaths<'a, 'p>, s
 mod tests {
     use super::*;
 
-    fn rule(path: &str) -> Option<Rule> {
-        path_problem(path).map(|(r, _)| r)
+    fn rules(path: &str) -> Vec<Rule> {
+        path_problems(path).into_iter().map(|(r, _)| r).collect()
     }
 
     #[test]
-    fn path_problems() {
-        assert_eq!(rule("skills/pdf"), None);
-        assert_eq!(rule(""), Some(Rule::FieldBlank));
-        assert_eq!(rule("packages/pdf.zip"), None);
-        assert_eq!(rule("/skills/pdf"), Some(Rule::PathAbsolute));
-        assert_eq!(rule("C:/skills"), Some(Rule::PathAbsolute));
-        assert_eq!(rule("https://x/y"), Some(Rule::PathAbsolute));
-        assert_eq!(rule("file:packages/pdf.zip"), Some(Rule::PathAbsolute));
-        assert_eq!(rule("data:x.zip"), Some(Rule::PathAbsolute));
-        assert_eq!(rule("packages/v1:pdf.zip"), None);
-        assert_eq!(rule("skills\\pdf"), Some(Rule::PathBackslash));
-        assert_eq!(rule("skills/../x"), Some(Rule::PathParent));
-        assert_eq!(rule("skills/cafe\u{301}"), Some(Rule::PathNfc));
-        assert_eq!(rule("skills//pdf"), Some(Rule::PathDotSegment));
-        assert_eq!(rule("./skills/pdf"), Some(Rule::PathDotSegment));
-        assert_eq!(rule("skills/pdf/"), Some(Rule::PathDotSegment));
+    fn path_problems_one_rule() {
+        let none: Vec<Rule> = Vec::new();
+        assert_eq!(rules("skills/pdf"), none);
+        assert_eq!(rules(""), [Rule::FieldBlank]);
+        assert_eq!(rules("packages/pdf.zip"), none);
+        assert_eq!(rules("/skills/pdf"), [Rule::PathAbsolute]);
+        assert_eq!(rules("C:/skills"), [Rule::PathAbsolute]);
+        assert_eq!(rules("https://x/y"), [Rule::PathAbsolute]);
+        assert_eq!(rules("file:packages/pdf.zip"), [Rule::PathAbsolute]);
+        assert_eq!(rules("data:x.zip"), [Rule::PathAbsolute]);
+        assert_eq!(rules("packages/v1:pdf.zip"), none);
+        assert_eq!(rules("skills\\pdf"), [Rule::PathBackslash]);
+        assert_eq!(rules("skills/../x"), [Rule::PathParent]);
+        assert_eq!(rules("skills/cafe\u{301}"), [Rule::PathNfc]);
+        assert_eq!(rules("skills//pdf"), [Rule::PathDotSegment]);
+        assert_eq!(rules("./skills/pdf"), [Rule::PathDotSegment]);
+        assert_eq!(rules("skills/pdf/"), [Rule::PathDotSegment]);
         assert_eq!(cleaned("./skills//pdf/"), "skills/pdf");
+    }
+
+    #[test]
+    fn path_problems_every_rule_a_path_breaks() {
+        assert_eq!(
+            rules("/a/../b\\c"),
+            [Rule::PathAbsolute, Rule::PathBackslash, Rule::PathParent]
+        );
+        assert_eq!(rules("C:\\skills"), [Rule::PathAbsolute, Rule::PathBackslash]);
+        assert_eq!(rules("skills\\..\\x"), [Rule::PathBackslash, Rule::PathParent]);
+        assert_eq!(
+            rules("./a/../cafe\u{301}/"),
+            [Rule::PathParent, Rule::PathNfc, Rule::PathDotSegment]
+        );
+        assert_eq!(rules("https://x/../y"), [Rule::PathAbsolute, Rule::PathParent]);
+        assert_eq!(path_error("./a/../b").map(|(r, _)| r), Some(Rule::PathParent));
+        assert_eq!(path_error("./a/b"), None);
     }
 }

@@ -42,6 +42,7 @@ pub(crate) fn check(top: Obj<'_, '_>, sink: &mut Sink) {
                 branch.span(),
                 format!("branch is not a valid git ref name: {why}"),
             )
+            .expected("a valid git branch name such as main")
             .found(quote(branch.text));
         } else if let Some(path) = raw_path {
             let path = format!("{}/", path.trim_end_matches('/'));

@@ -57,7 +57,8 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
                     first_char,
                     format!("missing required key `{key}`"),
                 )
-                .expected(format!("the key `{key}`"));
+                .expected(format!("the key `{key}`"))
+                .found("missing");
             }
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
@@ -81,11 +82,39 @@ pub(crate) fn check(root: &Node, sink: &mut Sink) {
                 } else {
                     node.span
                 };
+                let schema_path = error.schema_path().as_str();
                 sink.add(Rule::SchemaConstraint, &ptr, span, error.masked().to_string())
-                    .found(error.schema_path().as_str().to_owned());
+                    .expected(constraint(schema_path))
+                    .found(short_json(&node.to_value()));
             }
         }
     }
+}
+
+/// The constraint at `schema_path` as `keyword: value (schema path)`, e.g.
+/// `uniqueItems: true (/$defs/skill/properties/tags/uniqueItems)`.
+fn constraint(schema_path: &str) -> String {
+    static SCHEMA: OnceLock<Option<serde_json::Value>> = OnceLock::new();
+    let keyword = schema_path.rsplit('/').next().unwrap_or_default();
+    let value = SCHEMA
+        .get_or_init(|| serde_json::from_str(SCHEMA_TEXT).ok())
+        .as_ref()
+        .and_then(|schema| schema.pointer(schema_path));
+    match value {
+        Some(value) => format!("{keyword}: {} ({schema_path})", short_json(value)),
+        None => format!("the schema constraint {schema_path}"),
+    }
+}
+
+/// Compact JSON of `value`, shortened past 80 characters.
+fn short_json(value: &serde_json::Value) -> String {
+    const MAX: usize = 80;
+    let text = value.to_string();
+    if text.chars().count() <= MAX {
+        return text;
+    }
+    let short: String = text.chars().take(MAX).collect();
+    format!("{short}...")
 }
 
 fn article(word: &str) -> &'static str {

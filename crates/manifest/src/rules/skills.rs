@@ -223,7 +223,8 @@ fn size_rule(skill: &Obj<'_, '_>, sink: &mut Sink) {
             crate::parse::Span::new(span.start, span.start + 1),
             "this skill has no size_bytes",
         )
-        .expected("size_bytes: the package file's length in bytes");
+        .expected("size_bytes: the package file's length in bytes")
+        .found("missing");
         return;
     };
     let NodeValue::Number(raw) = &node.value else {

@@ -98,7 +98,9 @@ pub(crate) fn unknown_keys(node: &Node, ptr: &str, known: &[&str], place: &str, 
             member.key_span,
             format!("unknown key {} in {place}", quote(&member.key)),
         );
-        draft.expected(format!("one of: {}", known.join(", ")));
+        draft
+            .expected(format!("one of: {}", known.join(", ")))
+            .found(quote(&member.key));
         if let Some(close) = closest(&member.key, known) {
             draft.hint(format!(
                 "Did you mean `{close}`? Unknown keys are ignored by installers."

@@ -20,6 +20,7 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
         .filter_map(|(id, path)| Some((path.as_ref()?.text, id.as_ref()?.text)))
         .collect();
     let known: Vec<&str> = ids.iter().copied().collect();
+    // Only items that name an id use an API: a path or a misspelling gets a hint, not a reference.
     let mut used: HashSet<&str> = HashSet::new();
     for entry in &doc.skills {
         let skill = entry.obj();
@@ -42,12 +43,10 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 .found(quote(item.text));
             if let Some(id) = id_by_path.get(item.text) {
                 draft.hint(format!("api_docs holds API ids, not paths: write {}.", quote(id)));
-                used.insert(id);
             } else if let Some(id) = super::top::closest_id(item.text, &known)
                 .or_else(|| known.iter().copied().filter(|id| id.starts_with(item.text)).min())
             {
                 draft.hint(format!("Did you mean {}?", quote(id)));
-                used.insert(id);
             }
         }
     }
@@ -59,7 +58,9 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 &id.ptr(),
                 id.span(),
                 format!("no skill lists API {} in api_docs", quote(id.text)),
-            );
+            )
+            .expected(format!("a skill whose api_docs lists {}", quote(id.text)))
+            .found("no skill lists it");
         }
     }
 }
