@@ -118,7 +118,19 @@ pub enum CheckError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file is larger than any manifest ([`MAX_MANIFEST_BYTES`]): `/dev/zero` or a wrong path.
+    #[error("{path} is larger than {limit} bytes, too large for a manifest")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The most bytes a manifest may have.
+        limit: u64,
+    },
 }
+
+/// The most bytes read of a manifest file: catalogs of thousands of entries take a few MiB, and a
+/// file that never ends (`/dev/zero`, a pipe) must not take the machine's memory.
+pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The JSON Schema (draft 2020-12) of the registry manifest.
 pub fn json_schema() -> serde_json::Value {
@@ -129,13 +141,32 @@ pub fn json_schema() -> serde_json::Value {
 ///
 /// # Errors
 ///
-/// [`CheckError::Read`] when the file cannot be read. Everything else is a finding.
+/// [`CheckError::Read`] when the file cannot be read, [`CheckError::TooLarge`] past
+/// [`MAX_MANIFEST_BYTES`]. Everything else is a finding.
 pub fn check_file(path: &Path, options: &CheckOptions) -> Result<FileReport, CheckError> {
-    let bytes = std::fs::read(path).map_err(|source| CheckError::Read {
+    let bytes = read_capped(path, MAX_MANIFEST_BYTES)?;
+    Ok(check_bytes(&path.display().to_string(), &bytes, options))
+}
+
+/// The bytes of `path`, refused past `limit` without reading further.
+fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, CheckError> {
+    use std::io::Read as _;
+    let read_error = |source| CheckError::Read {
         path: path.to_owned(),
         source,
-    })?;
-    Ok(check_bytes(&path.display().to_string(), &bytes, options))
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(CheckError::TooLarge {
+            path: path.to_owned(),
+            limit,
+        });
+    }
+    Ok(bytes)
 }
 
 /// Check manifest bytes. `file` names the manifest in reports. Never panics, whatever the bytes.
@@ -183,5 +214,36 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
         source,
         lines,
         findings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_never_ends_is_refused_after_the_limit() {
+        let endless = Path::new("/dev/zero");
+        let refused = read_capped(endless, 1000);
+        assert!(
+            matches!(&refused, Err(CheckError::TooLarge { limit: 1000, .. })),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_file_of_exactly_the_limit_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        std::fs::write(&path, [b' '; 1000]).unwrap();
+        assert_eq!(read_capped(&path, 1000).unwrap().len(), 1000);
+        assert!(matches!(
+            read_capped(&path, 999),
+            Err(CheckError::TooLarge { limit: 999, .. })
+        ));
+        assert!(matches!(
+            read_capped(&dir.path().join("missing.json"), 1000),
+            Err(CheckError::Read { .. })
+        ));
     }
 }

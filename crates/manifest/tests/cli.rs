@@ -162,6 +162,10 @@ fn unparseable_or_unreadable_input_exits_2() {
     let missing = run(&["missing.json"], dir.path());
     assert_eq!(code(&missing), 2);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read missing.json"));
+    // A file that never ends is refused after 64 MiB instead of filling the memory.
+    let endless = run(&["/dev/zero"], dir.path());
+    assert_eq!(code(&endless), 2);
+    assert!(String::from_utf8_lossy(&endless.stderr).contains("too large for a manifest"));
 }
 
 #[test]
