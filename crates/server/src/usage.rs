@@ -279,11 +279,11 @@ impl UsageRecorder {
             self.note(format!("failed over {} time(s)", self.switches));
             self.switches = 0;
         }
-        if self
+        let kept_alive = self
             .keepalive
             .take()
-            .is_some_and(|committed| committed.load(Ordering::Acquire))
-        {
+            .is_some_and(|committed| committed.load(Ordering::Acquire));
+        if kept_alive {
             self.note("keepalive: the client was answered 200 and newlines while it waited".to_owned());
         }
         if let Some(mut record) = self.record.take() {
@@ -299,6 +299,7 @@ impl UsageRecorder {
                 size_class: self.size_class,
                 total: elapsed,
                 upstream: self.upstream.min(elapsed),
+                kept_alive,
             });
             record.latency_ms = latency;
             clip_free_text(&mut record);

@@ -67,6 +67,8 @@ pub struct RequestObservation<'a> {
     pub size_class: Option<imagegate_domain::SizeClass>,
     pub total: Duration,
     pub upstream: Duration,
+    /// The keepalive of a non-streaming answer committed it to `200` before it was made.
+    pub kept_alive: bool,
 }
 
 /// The gateway's metrics: per-request families updated as requests end, and the registry that
@@ -78,6 +80,7 @@ pub struct Metrics {
     duration: HistogramFamily<LatencyLabels>,
     upstream: HistogramFamily<LatencyLabels>,
     overhead: HistogramFamily<EndpointLabels>,
+    kept_alive: Family<EndpointLabels, Counter>,
     in_flight: Gauge<i64, AtomicI64>,
     known_models: HashSet<String>,
     scrape: scrape::ScrapeGauges,
@@ -117,6 +120,12 @@ impl Metrics {
             "Request duration minus upstream time: what the gateway itself added",
             overhead.clone(),
         );
+        let kept_alive = Family::<EndpointLabels, Counter>::default();
+        registry.register(
+            "json_keepalive_answers",
+            "Non-streaming answers the opt-in keepalive committed to 200 before they were made (their requests count under their own status)",
+            kept_alive.clone(),
+        );
         let in_flight = Gauge::<i64, AtomicI64>::default();
         registry.register("requests_in_flight", "Requests being served", in_flight.clone());
         let scrape = scrape::ScrapeGauges::register(&mut registry);
@@ -126,6 +135,7 @@ impl Metrics {
             duration,
             upstream,
             overhead,
+            kept_alive,
             in_flight,
             known_models: known_models.into_iter().collect(),
             scrape,
@@ -170,6 +180,9 @@ impl Metrics {
         self.overhead
             .get_or_create(&EndpointLabels { endpoint })
             .observe(overhead.as_secs_f64());
+        if request.kept_alive {
+            self.kept_alive.get_or_create(&EndpointLabels { endpoint }).inc();
+        }
     }
 }
 

@@ -18,7 +18,35 @@ fn observation(model: &str, status: u16, total_ms: u64, upstream_ms: u64) -> Req
         size_class: Some(SizeClass::Large),
         total: Duration::from_millis(total_ms),
         upstream: Duration::from_millis(upstream_ms),
+        kept_alive: false,
     }
+}
+
+#[test]
+fn answers_the_keepalive_committed_are_counted_by_endpoint() {
+    let m = metrics();
+    m.observe(&observation("gpt-image-2", 200, 1200, 1199));
+    let text = render(&m, None, &WriterStats::default());
+    assert!(
+        !text.contains("imagegate_json_keepalive_answers_total{"),
+        "{text}"
+    );
+    for status in [200, 502] {
+        m.observe(&RequestObservation {
+            kept_alive: true,
+            ..observation("gpt-image-2", status, 30_000, 29_999)
+        });
+    }
+    let text = render(&m, None, &WriterStats::default());
+    assert_eq!(
+        line(
+            &text,
+            "imagegate_json_keepalive_answers_total{endpoint=\"/v1/images/generations\"}"
+        )
+        .rsplit(' ')
+        .next(),
+        Some("2")
+    );
 }
 
 fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
