@@ -142,22 +142,41 @@ pub fn json_schema() -> serde_json::Value {
 /// # Errors
 ///
 /// [`CheckError::Read`] when the file cannot be read, [`CheckError::TooLarge`] past
-/// [`MAX_MANIFEST_BYTES`]. Everything else is a finding.
+/// [`MAX_MANIFEST_BYTES`]. Everything else is a finding. The path [`STDIN`] (`-`) reads standard
+/// input, reported as `<stdin>`.
 pub fn check_file(path: &Path, options: &CheckOptions) -> Result<FileReport, CheckError> {
-    let bytes = read_capped(path, MAX_MANIFEST_BYTES)?;
+    if path == Path::new(STDIN) {
+        let bytes = read_capped(std::io::stdin().lock(), path, MAX_MANIFEST_BYTES)?;
+        return Ok(check_bytes(STDIN_NAME, &bytes, options));
+    }
+    let bytes = read_file_capped(path, MAX_MANIFEST_BYTES)?;
     Ok(check_bytes(&path.display().to_string(), &bytes, options))
 }
 
-/// The bytes of `path`, refused past `limit` without reading further.
-fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, CheckError> {
+/// The file name that stands for standard input.
+pub const STDIN: &str = "-";
+/// The name standard input has in reports.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// The bytes of the file at `path`, refused past `limit` without reading further.
+fn read_file_capped(path: &Path, limit: u64) -> Result<Vec<u8>, CheckError> {
+    let file = std::fs::File::open(path).map_err(|source| CheckError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    read_capped(file, path, limit)
+}
+
+/// The bytes of `reader` (named `path` in errors), refused past `limit` without reading further.
+fn read_capped(reader: impl std::io::Read, path: &Path, limit: u64) -> Result<Vec<u8>, CheckError> {
     use std::io::Read as _;
     let read_error = |source| CheckError::Read {
         path: path.to_owned(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(read_error)?;
     let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
+    reader
+        .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(read_error)?;
     if bytes.len() as u64 > limit {
@@ -224,7 +243,7 @@ mod tests {
     #[test]
     fn a_file_that_never_ends_is_refused_after_the_limit() {
         let endless = Path::new("/dev/zero");
-        let refused = read_capped(endless, 1000);
+        let refused = read_file_capped(endless, 1000);
         assert!(
             matches!(&refused, Err(CheckError::TooLarge { limit: 1000, .. })),
             "{refused:?}"
@@ -236,13 +255,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
         std::fs::write(&path, [b' '; 1000]).unwrap();
-        assert_eq!(read_capped(&path, 1000).unwrap().len(), 1000);
+        assert_eq!(read_file_capped(&path, 1000).unwrap().len(), 1000);
         assert!(matches!(
-            read_capped(&path, 999),
+            read_file_capped(&path, 999),
             Err(CheckError::TooLarge { limit: 999, .. })
         ));
         assert!(matches!(
-            read_capped(&dir.path().join("missing.json"), 1000),
+            read_file_capped(&dir.path().join("missing.json"), 1000),
             Err(CheckError::Read { .. })
         ));
     }

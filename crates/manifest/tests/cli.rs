@@ -150,6 +150,26 @@ fn strict_reports_unknown_keys_as_errors_in_every_format() {
 }
 
 #[test]
+fn a_dash_reads_the_manifest_from_standard_input() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_registry-check"))
+        .args(["--format", "github", "-"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"{\"a\": 1,}").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(code(&output), 2, "{}", String::from_utf8_lossy(&output.stderr));
+    let said = stdout(&output);
+    assert!(said.starts_with("::error file=<stdin>,line=1,col=8"), "{said}");
+    assert!(said.contains("R-JSON-TRAILING-COMMA"), "{said}");
+}
+
+#[test]
 fn unparseable_or_unreadable_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     write_file(&dir.path().join("bad.json"), "{\"a\": 1,}");

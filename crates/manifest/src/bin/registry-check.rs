@@ -35,7 +35,7 @@ struct Cli {
     /// Report unknown keys as errors, and fail on warnings (implies --fail-on warning).
     #[arg(long)]
     strict: bool,
-    /// Manifest files to check.
+    /// Manifest files to check (`-` reads standard input).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }
