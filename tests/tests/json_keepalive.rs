@@ -20,6 +20,16 @@ fn small_generation() -> Value {
     json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low"})
 }
 
+/// A small generation, with `keepalive` as the request's keepalive header when given.
+async fn generate(s: &common::Setup, keepalive: Option<&str>) -> reqwest::Response {
+    let request = s.post_json("/images/generations", small_generation());
+    let request = match keepalive {
+        Some(value) => request.header(HEADER, value),
+        None => request,
+    };
+    request.send().await.unwrap()
+}
+
 /// The body's pieces as they came.
 async fn pieces(response: reqwest::Response) -> Vec<bytes::Bytes> {
     response
@@ -45,12 +55,7 @@ fn split(body: &[u8]) -> (usize, Value) {
 async fn a_slow_answer_sends_newlines_while_it_waits_and_then_its_json() {
     let s = setup();
     s.sim_fault(json!({"fault": "stall", "stall_ms": 2500})).await;
-    let response = s
-        .post_json("/images/generations", small_generation())
-        .header(HEADER, "1")
-        .send()
-        .await
-        .unwrap();
+    let response = generate(&s, Some("1")).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()[HEADER], "1");
     assert_eq!(response.headers()["content-type"], "application/json");
@@ -78,12 +83,7 @@ fn kept_alive(record: &Value) -> bool {
 #[tokio::test]
 async fn an_answer_ready_within_the_interval_is_sent_as_it_is() {
     let s = setup();
-    let response = s
-        .post_json("/images/generations", small_generation())
-        .header(HEADER, "30")
-        .send()
-        .await
-        .unwrap();
+    let response = generate(&s, Some("30")).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().get(HEADER).is_none());
     assert!(response.headers().get("content-length").is_some());
@@ -97,12 +97,7 @@ async fn an_answer_ready_within_the_interval_is_sent_as_it_is() {
 async fn a_failure_after_the_first_newline_is_an_error_document_under_200() {
     let s = setup();
     s.sim_fault(json!({"fault": "502", "delay_ms": 2500})).await;
-    let response = s
-        .post_json("/images/generations", small_generation())
-        .header(HEADER, "1")
-        .send()
-        .await
-        .unwrap();
+    let response = generate(&s, Some("1")).await;
     assert_eq!(response.status(), 200);
     let body = response.bytes().await.unwrap();
     let (newlines, document) = split(&body);
@@ -135,20 +130,11 @@ async fn the_gateway_setting_applies_to_every_request_and_the_header_can_turn_it
     let s = setup_with_config("[timeouts]\njson_keepalive_secs = 1\n");
     s.sim_fault(json!({"fault": "stall", "stall_ms": 2000, "times": 2}))
         .await;
-    let kept = s
-        .post_json("/images/generations", small_generation())
-        .send()
-        .await
-        .unwrap();
+    let kept = generate(&s, None).await;
     assert_eq!(kept.headers()[HEADER], "1");
     let body = kept.bytes().await.unwrap();
     assert!(split(&body).0 >= 1);
-    let plain = s
-        .post_json("/images/generations", small_generation())
-        .header(HEADER, "0")
-        .send()
-        .await
-        .unwrap();
+    let plain = generate(&s, Some("0")).await;
     assert_eq!(plain.status(), 200);
     assert!(plain.headers().get(HEADER).is_none());
     let body = plain.bytes().await.unwrap();
@@ -169,12 +155,7 @@ async fn the_gateway_setting_applies_to_every_request_and_the_header_can_turn_it
 #[tokio::test]
 async fn a_header_that_is_no_number_of_seconds_is_refused_before_the_upstream_is_called() {
     let s = setup();
-    let response = s
-        .post_json("/images/generations", small_generation())
-        .header(HEADER, "soon")
-        .send()
-        .await
-        .unwrap();
+    let response = generate(&s, Some("soon")).await;
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
@@ -186,12 +167,7 @@ async fn a_header_that_is_no_number_of_seconds_is_refused_before_the_upstream_is
 async fn a_client_that_leaves_during_the_newlines_is_recorded_with_its_account() {
     let s = setup();
     s.sim_fault(json!({"fault": "stall", "stall_ms": 3000})).await;
-    let response = s
-        .post_json("/images/generations", small_generation())
-        .header(HEADER, "1")
-        .send()
-        .await
-        .unwrap();
+    let response = generate(&s, Some("1")).await;
     assert_eq!(response.status(), 200);
     leave_after_first_bytes(response).await;
     let records = s.usage_at_least(1).await;

@@ -40,27 +40,29 @@ pub async fn generations(
         Err(err) => return fail(usage, err),
     };
     let fallback = fallback::enabled(caller.fallback_ladder, &headers);
-    let keepalive = match keepalive_interval(&app, &headers, params.stream) {
-        Ok(every) => every,
+    let keepalive = match keepalive(&app, &headers, params.stream, &mut usage) {
+        Ok(keepalive) => keepalive,
         Err(err) => return fail(usage, err),
     };
-    let keepalive = keepalive.map(|every| json_keepalive::Keepalive {
-        every,
-        committed: usage.keepalive_commitment(),
-    });
     json_keepalive::answer(keepalive, async move {
         serve_images(&app, &caller, &params, ImageCall::Generate, usage, fallback).await
     })
     .await
 }
 
-/// The request's keepalive interval for a non-streaming answer (see [`json_keepalive`]).
-pub fn keepalive_interval(
+/// The request's keepalive for a non-streaming answer (see [`json_keepalive`]), its commitment
+/// noted by `usage`.
+pub fn keepalive(
     app: &AppState,
     headers: &HeaderMap,
     streaming: bool,
-) -> Result<Option<std::time::Duration>, HttpError> {
-    json_keepalive::interval(app.config.timeouts.json_keepalive_secs, headers, streaming)
+    usage: &mut UsageRecorder,
+) -> Result<Option<json_keepalive::Keepalive>, HttpError> {
+    let every = json_keepalive::interval(app.config.timeouts.json_keepalive_secs, headers, streaming)?;
+    Ok(every.map(|every| json_keepalive::Keepalive {
+        every,
+        committed: usage.keepalive_commitment(),
+    }))
 }
 
 fn decode_generation(
@@ -107,14 +109,10 @@ pub async fn edits(
     };
     usage.params(&params);
     let fallback = fallback::enabled(caller.fallback_ladder, &headers);
-    let keepalive = match keepalive_interval(&app, &headers, params.stream) {
-        Ok(every) => every,
+    let keepalive = match keepalive(&app, &headers, params.stream, &mut usage) {
+        Ok(keepalive) => keepalive,
         Err(err) => return fail(usage, err),
     };
-    let keepalive = keepalive.map(|every| json_keepalive::Keepalive {
-        every,
-        committed: usage.keepalive_commitment(),
-    });
     json_keepalive::answer(keepalive, async move {
         let call = ImageCall::Edit {
             images: &form.images,

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::http::auth::Caller;
 use crate::http::error::HttpError;
-use crate::http::images::{fail, keepalive_interval, read_body, start_usage};
+use crate::http::images::{fail, keepalive, read_body, start_usage};
 use crate::http::json_keepalive;
 use crate::http::request_id::RequestId;
 use crate::http::serve_call::{ServeCall, serve};
@@ -44,14 +44,10 @@ pub async fn create(
         .iter()
         .map(|t| t.size.size_class())
         .max_by_key(|c| matches!(c, SizeClass::Large));
-    let keepalive = match keepalive_interval(&app, &headers, prepared.stream) {
-        Ok(every) => every,
+    let keepalive = match keepalive(&app, &headers, prepared.stream, &mut usage) {
+        Ok(keepalive) => keepalive,
         Err(err) => return fail(usage, err),
     };
-    let keepalive = keepalive.map(|every| json_keepalive::Keepalive {
-        every,
-        committed: usage.keepalive_commitment(),
-    });
     json_keepalive::answer(keepalive, async move {
         let call = UpstreamCall::Respond {
             body: &prepared.body,
