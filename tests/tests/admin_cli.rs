@@ -40,6 +40,39 @@ fn a_data_directory_the_gateway_creates_is_private() {
     assert!(dir.join("imagegate.db").exists());
 }
 
+#[test]
+fn a_key_the_cli_cannot_find_is_named_without_its_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    admin(dir.path(), &["users", "add", "bob"]);
+    let key = admin(dir.path(), &["keys", "create", "--user", "bob"])
+        .trim()
+        .to_owned();
+    let (public_id, secret) = key
+        .strip_prefix("sk-ig-")
+        .and_then(|rest| rest.split_once('-'))
+        .unwrap();
+    // A full key of the right shape with another public id (a mistyped or deleted key), and a
+    // key cut short: neither is found, and the error shows no part of the secret.
+    let other_id = "z".repeat(public_id.len());
+    let mistyped = format!("sk-ig-{other_id}-{secret}");
+    let cut_short = &key[..key.len() - 20];
+    for (given, named) in [
+        (
+            mistyped.as_str(),
+            format!("no key with the public id \"{other_id}\""),
+        ),
+        (cut_short, "no key matching the given text".to_owned()),
+    ] {
+        let out = admin_output(dir.path(), &["keys", "disable", given], "", &[]);
+        assert!(!out.status.success());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains(&named), "{said}");
+        assert!(!said.contains(&secret[..12]), "the secret was echoed: {said}");
+    }
+    // A full key that exists is found by its public id, as before.
+    admin(dir.path(), &["keys", "disable", &key]);
+}
+
 #[tokio::test]
 async fn groups_accounts_and_keys_are_managed_from_the_cli() {
     let s = setup_custom(&[], &[("acct-a", &["--tier", "pro"])], &[]);

@@ -206,7 +206,20 @@ async fn find_key(store: &Arc<dyn Store>, given: &str) -> Result<ApiKeyRecord> {
         .await?
         .into_iter()
         .find(|k| k.public_id == public_id)
-        .ok_or_else(|| AdminError::Usage(format!("no key {given:?}")))
+        .ok_or_else(|| AdminError::Usage(format!("no key {}", key_named(given))))
+}
+
+/// How an error names the key it was given, never echoing a secret: a full key by its public id
+/// alone, anything else that looks like a key not at all.
+fn key_named(given: &str) -> String {
+    use imagegate_store::keys::{KEY_PREFIX, parse_key};
+    match parse_key(given) {
+        Some(parsed) => format!("with the public id {:?}", parsed.public_id),
+        None if given.starts_with(KEY_PREFIX) => {
+            "matching the given text (not shown: it looks like a secret key)".to_owned()
+        }
+        None => format!("{given:?}"),
+    }
 }
 
 async fn group_named(store: &Arc<dyn Store>, name: &str) -> Result<GroupId> {
