@@ -34,6 +34,9 @@ pub enum ConsoleError {
     /// The request cannot be understood.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// Too many sign-ins are waiting for their password checks.
+    #[error("too many sign-ins at once")]
+    Busy,
 }
 
 #[derive(Template)]
@@ -49,12 +52,13 @@ struct ErrorPage {
 const RETRY_AFTER_UNAVAILABLE_SECS: u32 = 5;
 
 impl ConsoleError {
-    /// Whether the database or the session store could not be reached (the page may work again
-    /// in a moment), rather than failing on this request.
+    /// Whether the page may work again in a moment (the database or the session store could not
+    /// be reached, or too many sign-ins were waiting), rather than failing on this request.
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Store(error) => error.is_unavailable(),
             Self::Session(error) => error.is_unavailable(),
+            Self::Busy => true,
             _ => false,
         }
     }
@@ -80,6 +84,12 @@ impl ConsoleError {
             Self::Store(StoreError::Forbidden(detail)) => (StatusCode::FORBIDDEN, "Not allowed", detail.clone()),
             Self::BadRequest(detail) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
             Self::Store(StoreError::Invalid(detail)) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
+            Self::Busy => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Busy",
+                "Too many sign-ins are being checked at the moment. Wait a few seconds and try again."
+                    .to_owned(),
+            ),
             _ if self.is_unavailable() => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Temporarily unavailable",
@@ -145,6 +155,7 @@ mod tests {
         for error in [
             ConsoleError::Session(SessionError::unavailable("redis: connection refused")),
             ConsoleError::Store(StoreError::Unavailable("pool timed out".to_owned())),
+            ConsoleError::Busy,
         ] {
             assert_eq!(
                 status_and_retry_after(error),

@@ -56,6 +56,7 @@ mod assets;
 mod auth;
 mod backend;
 mod chart;
+mod check_line;
 mod client_addr;
 mod cookies;
 mod csrf;

@@ -12,6 +12,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use crate::auth::{verify_against_dummy, verify_password};
+use crate::check_line::CheckLine;
 use crate::client_addr::{client_ip, limit_key};
 use crate::cookies::{self, LOGIN_COOKIE, SESSION_COOKIE};
 use crate::csrf;
@@ -74,8 +75,9 @@ impl FromRequestParts<ConsoleState> for ClientIp {
     }
 }
 
-/// Password checks that may run at once.
-static PASSWORD_CHECKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+/// Password checks: 4 at once, and at most 64 waiting (at a few milliseconds each, a wait of well
+/// under a second); a sign-in past them is told the console is busy.
+static PASSWORD_CHECKS: CheckLine = CheckLine::new(4, 64);
 
 /// Only same-site absolute paths are followed after sign-in. Control characters are refused:
 /// browsers drop tabs and line breaks from a URL, so `/<tab>/evil.example` would become
@@ -204,9 +206,10 @@ async fn check_and_sign_in(
     // sign-ins arrive together (from many addresses, each within its own limit). The user is read
     // once a check may start, so a password reset made while this one waited is the one checked.
     let (user, hash, verified) = {
-        // (The semaphore is never closed, so the permit is always granted.) Held for the read
-        // and the check only, not the session and counting work after them.
-        let _permit = PASSWORD_CHECKS.acquire().await.ok();
+        // Held for the read and the check only, not the session and counting work after them.
+        let Some(_permit) = PASSWORD_CHECKS.enter().await else {
+            return Err(ConsoleError::Busy);
+        };
         let user = state.store.user_by_name(username).await?;
         let hash = user.as_ref().and_then(|u| u.password_hash.clone());
         let checked = hash.clone();
