@@ -366,8 +366,18 @@ async fn a_client_leaving_a_stream_of_two_images_is_billed_both_the_account_make
 /// before (and the gateway was still reading the image for its usage), and read nothing; else the
 /// client was still reading.
 async fn record_of_a_stream_at_shutdown(leave: bool) -> (Value, Option<reqwest::Result<String>>) {
-    let mut s = setup_with_config("[timeouts]\nshutdown_grace_secs = 1\n");
-    s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": 6000}))
+    record_of_a_stream_stalled_at_shutdown(leave, 1, 6000).await
+}
+
+/// The record of a stream whose upstream stalls `stall_ms` after its first event, when the gateway
+/// (with a grace period of `grace_secs`) is stopped half a second after the stream began.
+async fn record_of_a_stream_stalled_at_shutdown(
+    leave: bool,
+    grace_secs: u64,
+    stall_ms: u64,
+) -> (Value, Option<reqwest::Result<String>>) {
+    let mut s = setup_with_config(&format!("[timeouts]\nshutdown_grace_secs = {grace_secs}\n"));
+    s.sim_fault(json!({"fault": "stall_mid_stream", "stall_ms": stall_ms}))
         .await;
     let response = s
         .post_json(
@@ -435,6 +445,19 @@ async fn a_client_that_left_before_the_shutdown_keeps_its_499() {
         (&json!(499), &json!("client_closed")),
         "the client left first, not cut off by the shutdown: {record:?}"
     );
+}
+
+#[tokio::test]
+async fn a_stream_its_client_left_is_read_to_its_end_within_the_grace_period() {
+    // The client left, so its connection is closed before the shutdown begins; the upstream goes
+    // on for 3 s, well within the 20 s grace period, and its image is billed.
+    let (record, _) = record_of_a_stream_stalled_at_shutdown(true, 20, 3000).await;
+    assert_eq!(record["status"], 499, "{record:?}");
+    assert_eq!(
+        record["images"], 1,
+        "the rest of the stream was read before the gateway exited: {record:?}"
+    );
+    assert!(record["tokens"]["output"].as_u64().unwrap() > 0, "{record:?}");
 }
 
 #[tokio::test]

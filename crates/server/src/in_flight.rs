@@ -51,6 +51,14 @@ impl InFlight {
         }
     }
 
+    /// Resolves once every request still counted in has submitted its record (no new one may come:
+    /// the server has stopped accepting). Requests whose clients left are still read for their
+    /// usage after their connections closed; this waits for them without cutting them off.
+    pub async fn settled(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+
     /// Abandons every request still running, and waits at most `within` for their records.
     /// Returns whether every record was submitted in time.
     pub async fn abandon(&self, within: Duration) -> bool {

@@ -215,15 +215,29 @@ pub async fn run(
     let app = crate::http::router(state.clone());
     let server = crate::http_server::serve(listener, app, config.timeouts.client_idle(), shutdown.clone());
     let grace = config.timeouts.shutdown_grace();
-    let drained = async {
+    let grace_over = async {
         shutdown.cancelled().await;
         tokio::time::sleep(grace).await;
     };
-    tokio::select! {
-        () = server => {}
-        () = drained => tracing::warn!("shutdown grace period over; closing remaining connections"),
-    }
+    tokio::pin!(grace_over);
+    let connections_closed = tokio::select! {
+        () = server => true,
+        () = &mut grace_over => {
+            tracing::warn!("shutdown grace period over; closing remaining connections");
+            false
+        }
+    };
     shutdown.cancel();
+    if connections_closed {
+        // Requests whose clients left are still being read for the usage their upstream calls
+        // bill, with no connection of their own: they get what is left of the grace period.
+        tokio::select! {
+            () = state.in_flight.settled() => {}
+            () = &mut grace_over => tracing::warn!(
+                "shutdown grace period over; abandoning the answers still read for their usage"
+            ),
+        }
+    }
     // Whatever still runs is abandoned now, and records itself before the writer closes.
     if !state.in_flight.abandon(ABANDON_WAIT).await {
         tracing::warn!("some requests did not end in time after being abandoned; their usage may be lost");
