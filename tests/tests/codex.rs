@@ -49,6 +49,11 @@ fn codex_setup(credential: &Value) -> Codex {
 
 /// [`codex_setup`] with a simulator started with `sim_args` too.
 fn codex_setup_with(credential: &Value, sim_args: &[&str]) -> Codex {
+    codex_setup_configured(credential, sim_args, "")
+}
+
+/// [`codex_setup_with`] with `extra` added to the gateway's configuration file.
+fn codex_setup_configured(credential: &Value, sim_args: &[&str], extra: &str) -> Codex {
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec!["--refresh-token", SEED_REFRESH_TOKEN];
     args.extend_from_slice(sim_args);
@@ -83,7 +88,7 @@ fn codex_setup_with(credential: &Value, sim_args: &[&str]) -> Codex {
     std::fs::write(
         &config,
         format!(
-            "[codex]\ntoken_url = \"{}/oauth/token\"\nclient_id = \"{CLIENT_ID}\"\n",
+            "{extra}\n[codex]\ntoken_url = \"{}/oauth/token\"\nclient_id = \"{CLIENT_ID}\"\n",
             sim.url
         ),
     )
@@ -407,6 +412,43 @@ async fn a_stream_its_client_left_starts_no_further_call() {
     tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
     let stats = c.s.sim_stats().await;
     assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 1);
+}
+
+#[tokio::test]
+async fn a_stream_its_client_left_between_images_has_the_call_under_way_read_to_its_end() {
+    // Each call takes 3 s and sends no partial image; a keepalive comment every second tells the
+    // gateway the client left while the second call is under way.
+    let c = codex_setup_configured(
+        &fresh_credential("at-sub"),
+        &["--latency-ms", "3000"],
+        "[timeouts]\nkeepalive_secs = 1\n",
+    );
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "three foxes", "size": "1024x1024",
+            "quality": "low", "n": 3, "stream": true, "partial_images": 0}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    use futures::StreamExt as _;
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while !(seen.contains("event: image_generation.completed") && seen.ends_with("\n\n")) {
+        let chunk = body.next().await.unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(body);
+    let records = c.s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
+    // The second call, under way when the client left, ran to its end and was billed; the
+    // third was never made.
+    assert_eq!(records[0]["images"], 2, "{:?}", records[0]);
+    tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
+    let stats = c.s.sim_stats().await;
+    assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 2);
 }
 
 #[tokio::test]

@@ -75,6 +75,10 @@ pub fn relay_events(
         if relay.done {
             return None;
         }
+        // Asking for the next item starts a subscription account's next call, if an image is
+        // left to make: from here until its image completes, a client that leaves has that call
+        // read to its end (the upstream makes and bills it all the same).
+        relay.image_under_way = true;
         // No keepalive inside an event relayed in pieces: a comment there would corrupt it.
         let next = tokio::select! {
             biased;
@@ -310,8 +314,8 @@ impl Drop for Relay {
     /// still at work for this key (else a client could start any number of generations by hanging
     /// up).
     fn drop(&mut self) {
-        // Between two images of a subscription account's Images stream, no call is under way:
-        // nothing to read.
+        // Between two images of a subscription account's Images stream (the last image's event
+        // written, the next item not yet asked for), no call is under way: nothing to read.
         let between_images = self.kind == StreamKind::Images && self.call_per_image && !self.image_under_way;
         if self.done || self.usage.is_none() || between_images {
             return;
