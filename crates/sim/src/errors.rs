@@ -173,7 +173,8 @@ pub fn fault_response(fault: &Fault, token: Option<&str>, request_id: &str) -> O
         | FaultKind::StallMidStream
         | FaultKind::NoImage
         | FaultKind::RateLimitInStream
-        | FaultKind::TruncatedBody => {
+        | FaultKind::TruncatedBody
+        | FaultKind::NoUsage => {
             return None;
         }
     };

@@ -58,11 +58,15 @@ pub enum FaultKind {
     /// declaring that shorter length, or an event stream that ends halfway through its second
     /// event (names: `truncated_body`, `truncated`, `cut_body`).
     TruncatedBody,
+    /// A Responses answer whose image call reports no usage: the `tool_usage` of its envelope is
+    /// left out, as upstream issues report image tokens coming back missing (names: `no_usage`,
+    /// `missing_usage`). Images API answers are not affected.
+    NoUsage,
 }
 
 impl FaultKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 16] = [
         Self::UsageLimit,
         Self::RateLimit,
         Self::Server500,
@@ -78,6 +82,7 @@ impl FaultKind {
         Self::ModelUnsupported,
         Self::RateLimitInStream,
         Self::TruncatedBody,
+        Self::NoUsage,
     ];
 
     /// Canonical name.
@@ -98,6 +103,7 @@ impl FaultKind {
             Self::ModelUnsupported => "model_unsupported",
             Self::RateLimitInStream => "rate_limit_in_stream",
             Self::TruncatedBody => "truncated_body",
+            Self::NoUsage => "no_usage",
         }
     }
 }
@@ -105,7 +111,7 @@ impl FaultKind {
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body"
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body, no_usage"
 )]
 pub struct UnknownFault(pub String);
 
@@ -129,6 +135,7 @@ impl FromStr for FaultKind {
             "model_unsupported" | "model_not_supported" | "model_not_found" => Self::ModelUnsupported,
             "rate_limit_in_stream" | "response_failed_rate_limit" => Self::RateLimitInStream,
             "truncated_body" | "truncated" | "cut_body" => Self::TruncatedBody,
+            "no_usage" | "missing_usage" => Self::NoUsage,
             _ => return Err(UnknownFault(s.to_owned())),
         })
     }

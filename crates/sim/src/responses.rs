@@ -117,6 +117,9 @@ pub struct ResponsesPlan {
     pub action: &'static str,
     /// Whether the call is streamed.
     pub stream: bool,
+    /// Whether the completed envelope reports the image's usage (`tool_usage`); see the
+    /// `no_usage` fault.
+    pub image_usage: bool,
 }
 
 /// Ids the plan needs.
@@ -172,6 +175,7 @@ impl ResponsesPlan {
             job,
             action: if edit { "edit" } else { "generate" },
             stream: request.stream,
+            image_usage: true,
         }
     }
 
@@ -231,9 +235,11 @@ impl ResponsesPlan {
             envelope
                 .output
                 .push(OutputItem::ImageGenerationCall(self.image_call(outcome)));
-            envelope.tool_usage = Some(ToolUsage {
-                image_gen: Some(outcome.usage),
-            });
+            if self.image_usage {
+                envelope.tool_usage = Some(ToolUsage {
+                    image_gen: Some(outcome.usage),
+                });
+            }
         }
         envelope.output.push(OutputItem::Message(self.message(true)));
         envelope.usage = Some(self.main_usage());

@@ -154,3 +154,22 @@ async fn stream_events_follow_the_wire_order() {
     assert_eq!(usage.total_tokens, usage.input_tokens + usage.output_tokens);
     assert!(usage.input_tokens > 0);
 }
+
+#[tokio::test]
+async fn the_no_usage_fault_leaves_out_the_image_usage_but_not_the_image() {
+    let mut plan = plan(
+        json!({"model": "gpt-5", "input": "a red kite",
+               "tools": [{"type": "image_generation", "size": "1024x1024"}]}),
+        true,
+    );
+    let outcome = Simulator::new(&SimConfig::default())
+        .generate(plan.job.as_ref().unwrap())
+        .await
+        .unwrap();
+    assert!(plan.completed(Some(&outcome)).tool_usage.is_some());
+    plan.image_usage = false;
+    let response = plan.completed(Some(&outcome));
+    assert!(response.tool_usage.is_none());
+    assert!(matches!(response.output[0], OutputItem::ImageGenerationCall(_)));
+    assert!(response.usage.is_some(), "the main model's usage stays");
+}

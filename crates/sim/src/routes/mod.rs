@@ -45,7 +45,7 @@ pub struct RequestContext {
     pub start: Instant,
     /// Total time the generation should take.
     pub latency: Duration,
-    /// A fault that shapes the answer (`stall_mid_stream` or `no_image`); immediate faults never get here.
+    /// A fault that shapes the answer (`stall_mid_stream`, `no_image`, `no_usage`, ...); immediate faults never get here.
     pub fault: Option<Fault>,
     /// The `x-request-id` of the answer.
     pub request_id: String,
@@ -65,6 +65,11 @@ impl RequestContext {
         self.fault
             .filter(|f| f.kind == FaultKind::RateLimitInStream)
             .map(|f| f.retry_after_seconds)
+    }
+
+    /// Whether a Responses answer's image usage must be left out (`no_usage`).
+    pub fn no_usage(&self) -> bool {
+        self.fault.is_some_and(|f| f.kind == FaultKind::NoUsage)
     }
 
     /// Whether an Images answer must be cut short (`truncated_body`).

@@ -85,13 +85,9 @@ fn plan(
         image_call: simulator.next_id("ig"),
         message: simulator.next_id("msg"),
     };
-    Ok(ResponsesPlan::new(
-        request,
-        model,
-        &tools,
-        ids,
-        !context.no_image(),
-    ))
+    let mut plan = ResponsesPlan::new(request, model, &tools, ids, !context.no_image());
+    plan.image_usage = !context.no_usage();
+    Ok(plan)
 }
 
 async fn json_answer(state: &SimState, context: &RequestContext, plan: &ResponsesPlan) -> Response {
