@@ -452,6 +452,42 @@ async fn a_stream_its_client_left_between_images_has_the_call_under_way_read_to_
 }
 
 #[tokio::test]
+async fn a_stream_whose_second_call_reports_no_usage_is_billed_the_first_calls() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    c.s.sim_fault(json!({"fault": "no_usage", "after": 1, "times": 1, "path": "/v1/responses"}))
+        .await;
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024",
+            "quality": "low", "n": 2, "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    let completed: Vec<&Value> = events
+        .iter()
+        .filter(|(name, _)| name == "image_generation.completed")
+        .map(|(_, data)| &data["usage"])
+        .collect();
+    assert_eq!(completed.len(), 2, "{events:?}");
+    assert_eq!(
+        completed[0], completed[1],
+        "the second call added nothing to the total so far"
+    );
+    let records = c.s.usage_at_least(1).await;
+    assert_eq!(records[0]["images"], 2, "{:?}", records[0]);
+    assert_eq!(
+        (&records[0]["tokens"]["output"], &records[0]["tokens"]["total"]),
+        (&completed[1]["output_tokens"], &completed[1]["total_tokens"]),
+        "the last total, not the totals added up: {:?}",
+        records[0]
+    );
+}
+
+#[tokio::test]
 async fn a_refused_access_token_is_refreshed_once_and_the_refreshed_one_is_persisted() {
     let credential = json!({"access_token": "at-expired", "refresh_token": SEED_REFRESH_TOKEN,
         "account_id": "acct-r"});

@@ -7,7 +7,9 @@
 //! output tokens. Running totals therefore grow at every event (never falling in any count, the
 //! output rising), while the usages of single images repeat. So the events are taken as running
 //! totals while every one grows over the one before, and added up otherwise; one event means the
-//! same either way.
+//! same either way. A stream known to carry running totals (the gateway's own, for subscription
+//! accounts) is not guessed at: an image whose call reported no usage repeats the total, which the
+//! numbers alone would take for single images' usages.
 
 use imagegate_domain::Usage;
 
@@ -17,15 +19,22 @@ pub struct CompletedUsage {
     last: Option<Usage>,
     sum: Usage,
     running_totals: bool,
+    known_running_totals: bool,
 }
 
 impl CompletedUsage {
+    /// The events are known to carry running totals: the last one is the stream's usage.
+    pub fn know_running_totals(&mut self) {
+        self.known_running_totals = true;
+    }
+
     /// One more completed event's usage.
     pub fn push(&mut self, usage: &Usage) {
-        self.running_totals = match self.last {
-            None => true,
-            Some(last) => self.running_totals && grows(&last, usage),
-        };
+        self.running_totals = self.known_running_totals
+            || match self.last {
+                None => true,
+                Some(last) => self.running_totals && grows(&last, usage),
+            };
         self.last = Some(*usage);
         self.sum = self.sum.saturating_add(*usage);
     }
@@ -64,6 +73,23 @@ mod tests {
             completed.push(event);
         }
         completed.total().map(|u| (u.input_tokens, u.output_tokens))
+    }
+
+    #[test]
+    fn known_running_totals_are_taken_at_their_last_even_when_one_repeats() {
+        // The second image's call reported no usage, so the gateway's own total did not grow.
+        let events = [usage(30, 1000), usage(30, 1000), usage(60, 2000)];
+        let mut known = CompletedUsage::default();
+        known.know_running_totals();
+        for event in &events {
+            known.push(event);
+        }
+        assert_eq!(
+            known.total().map(|u| (u.input_tokens, u.output_tokens)),
+            Some((60, 2000))
+        );
+        // Guessed from the numbers, the repeat reads as single images' usages.
+        assert_eq!(total_of(&events), Some((120, 4000)));
     }
 
     #[test]

@@ -246,6 +246,12 @@ impl UsageRecorder {
         });
     }
 
+    /// The `*.completed` events of this Images stream carry the request's usage so far (the
+    /// gateway adds up a subscription account's calls itself).
+    pub fn completed_carry_running_totals(&mut self) {
+        self.completed.know_running_totals();
+    }
+
     /// The usage on a `*.completed` event of an Images stream: the request's so far, or the
     /// image's own, as [`CompletedUsage`] tells; added to the record once, when it is submitted.
     pub fn completed_image(&mut self, usage: &Usage) {

@@ -59,6 +59,10 @@ pub fn relay_events(
     held: Held,
     call_per_image: bool,
 ) -> impl futures::Stream<Item = Result<Bytes, CutShort>> + Send + 'static {
+    let mut usage = usage;
+    if call_per_image {
+        usage.completed_carry_running_totals();
+    }
     let relay = Relay {
         events,
         kind,
