@@ -272,6 +272,20 @@ async fn text_field_problems() {
     assert_eq!(err.code(), Some("unknown_parameter"));
     assert_eq!(err.param.as_deref(), Some("colour"));
 
+    // A file under a name the form does not have is an unknown parameter too, not text that
+    // fails to be UTF-8.
+    let jpeg = support::jpeg(8, 8);
+    for name in ["images[]", "image[x]", "file"] {
+        let form = with_image().file(name, "b.jpg", "image/jpeg", &jpeg);
+        let err = decode(form, 64).await.unwrap_err();
+        assert_eq!(
+            (err.code(), err.param.as_deref()),
+            (Some("unknown_parameter"), Some(name)),
+            "{}",
+            err.message
+        );
+    }
+
     let err = decode(with_image().text("n", "1").text("n", "2"), 64)
         .await
         .unwrap_err();

@@ -144,6 +144,11 @@ where
                     data,
                 });
             }
+            PartName::Unknown => {
+                // Refused by its name, before its content is read: a file part named
+                // `images[]` is not "text that is not UTF-8".
+                return Err(RequestError::UnknownParameter { param: name }.into());
+            }
             PartName::Text => {
                 if seen.contains(&name) {
                     return Err(duplicate(&name));
@@ -171,8 +176,28 @@ enum PartName {
     /// An input image, with its explicit index for `image[N]`.
     Image(Option<u64>),
     Mask,
+    /// One of [`TEXT_FIELDS`].
     Text,
+    Unknown,
 }
+
+/// The text fields of an edit form.
+const TEXT_FIELDS: [&str; 14] = [
+    "model",
+    "prompt",
+    "n",
+    "size",
+    "quality",
+    "output_format",
+    "output_compression",
+    "background",
+    "moderation",
+    "stream",
+    "partial_images",
+    "user",
+    "input_fidelity",
+    "response_format",
+];
 
 impl PartName {
     fn parse(name: &str) -> Self {
@@ -187,7 +212,8 @@ impl PartName {
             .and_then(|rest| rest.strip_suffix(']'));
         match index.and_then(|digits| digits.parse::<u64>().ok()) {
             Some(index) => Self::Image(Some(index)),
-            None => Self::Text,
+            None if TEXT_FIELDS.contains(&name) => Self::Text,
+            None => Self::Unknown,
         }
     }
 }
@@ -394,5 +420,30 @@ where
             self.just_yielded = true;
         }
         Poll::Ready(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn every_text_field_is_one_the_form_sets() {
+        for name in TEXT_FIELDS {
+            let mut draft = ImageParamsDraft::default();
+            let text = match name {
+                "n" | "output_compression" | "partial_images" => "1",
+                "stream" => "true",
+                _ => "x",
+            };
+            assert!(
+                set_text_field(&mut draft, name, text.to_owned()).is_ok(),
+                "{name}"
+            );
+            assert_eq!(PartName::parse(name), PartName::Text, "{name}");
+        }
+        assert_eq!(PartName::parse("images[]"), PartName::Unknown);
     }
 }
