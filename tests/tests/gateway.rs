@@ -725,7 +725,7 @@ async fn oversized_bodies_and_client_request_ids_are_handled_by_the_gateway() {
         body["error"]["message"], "The request body is larger than the 1 MiB this endpoint takes.",
         "{body}"
     );
-    assert_eq!(body["error"]["code"], "file_too_large", "{body}");
+    assert_eq!(body["error"]["code"], "request_too_large", "{body}");
 
     let response = s
         .post_json(

@@ -139,7 +139,10 @@ fn body_error(rejection: &BytesRejection, limit: usize) -> HttpError {
             "The request body is larger than the {} MiB this endpoint takes.",
             limit / (1024 * 1024)
         );
-        return HttpError::new(ApiError::new(ErrorKind::PayloadTooLarge, message));
+        // No file is involved: the whole document is too large.
+        return HttpError::new(
+            ApiError::new(ErrorKind::PayloadTooLarge, message).with_code("request_too_large"),
+        );
     }
     let message = format!("The request body could not be read: {}", rejection.body_text());
     HttpError::new(ApiError::new(ErrorKind::InvalidRequest, message))
