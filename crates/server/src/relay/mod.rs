@@ -111,8 +111,18 @@ pub async fn relay(
             Ok(reply) => {
                 if reply.in_hand() {
                     // The body is in memory whole: the upstream's part is over, and it succeeded.
+                    // Recorded apart from this request: a client leaving during a shared pool's
+                    // round trip would otherwise drop the answer, whose usage is read only as it
+                    // is sent.
                     usage.upstream_closed();
-                    record(app, &account, &imagegate_dispatch::Outcome::Success).await;
+                    let pool = Arc::clone(&app.dispatcher);
+                    let succeeded = account.clone();
+                    finish_apart(async move {
+                        let outcome = imagegate_dispatch::Outcome::Success;
+                        if let Err(err) = pool.record_outcome(&succeeded, &outcome).await {
+                            tracing::error!(error = %err, "could not record an upstream outcome");
+                        }
+                    });
                 }
                 // From here to the reply's own usage there is no await, so no client can leave
                 // in between: what the call made is no longer followed.
@@ -169,6 +179,21 @@ pub async fn relay(
                 last = Some(failure);
             }
         }
+    }
+}
+
+/// Runs `work` to its end whatever becomes of the caller: at once when it completes without
+/// waiting (the in-process pool state), else as a task of its own, in the caller's span.
+fn finish_apart(work: impl Future<Output = ()> + Send + 'static) {
+    use tracing::Instrument as _;
+    let mut work = Box::pin(work.in_current_span());
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    if work.as_mut().poll(&mut context).is_pending() {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "detached on purpose: it must finish even when the request that started it is dropped"
+        )]
+        tokio::spawn(work);
     }
 }
 
@@ -456,5 +481,50 @@ mod tests {
             let pause = jitter(attempt);
             assert!(pause <= Duration::from_millis(400), "{pause:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod finish_apart_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::finish_apart;
+
+    #[tokio::test]
+    async fn work_finished_apart_ends_even_when_its_caller_is_gone() {
+        let done = Arc::new(AtomicBool::new(false));
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        let caller = {
+            let done = Arc::clone(&done);
+            async move {
+                finish_apart(async move {
+                    wait.await.unwrap();
+                    done.store(true, Ordering::SeqCst);
+                });
+                std::future::pending::<()>().await;
+            }
+        };
+        // The caller starts the work and is then dropped, as a request whose client left.
+        let started = tokio::time::timeout(std::time::Duration::from_millis(10), caller).await;
+        assert!(started.is_err());
+        go.send(()).unwrap();
+        for _ in 0..100 {
+            if done.load(Ordering::SeqCst) {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the work was dropped with its caller");
+    }
+
+    #[test]
+    fn work_that_needs_no_wait_is_done_at_once_without_a_runtime() {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        finish_apart(async move { flag.store(true, Ordering::SeqCst) });
+        assert!(done.load(Ordering::SeqCst));
     }
 }
