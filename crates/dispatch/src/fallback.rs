@@ -114,20 +114,20 @@ impl FallbackPoolState {
     }
 
     /// Records in the primary the outcomes it missed while degraded; those it cannot take (it
-    /// failed again) wait for its next return. Whether it took them all.
+    /// failed again, or the call telling them was dropped) wait for its next return. Whether it
+    /// took them all.
     async fn tell_missed(&self) -> bool {
-        let missed: Vec<Missed> = self.missed().drain(..).collect();
-        for (i, (account, outcome, at)) in missed.iter().enumerate() {
+        let mut untold = Untold {
+            state: self,
+            items: self.missed().drain(..).collect(),
+        };
+        while let Some((account, outcome, at)) = untold.items.front() {
             if let Err(error) = self.primary.record_outcome(account, outcome, *at).await {
-                let mut queue = self.missed();
-                for item in missed.get(i..).unwrap_or_default().iter().rev() {
-                    queue.push_front(item.clone());
-                }
-                keep_newest(&mut queue);
-                drop(queue);
+                drop(untold);
                 self.degradation.degrade(None, error);
                 return false;
             }
+            untold.items.pop_front();
         }
         true
     }
@@ -154,6 +154,48 @@ impl FallbackPoolState {
     }
 }
 
+/// Missed outcomes taken out to be told to the primary: those still here when it is dropped (the
+/// primary failed, or the call was cancelled) go back to the front of the queue. One being told
+/// when the call was cancelled may reach the primary twice, which is better than not at all.
+struct Untold<'a> {
+    state: &'a FallbackPoolState,
+    items: VecDeque<Missed>,
+}
+
+impl Drop for Untold<'_> {
+    fn drop(&mut self) {
+        if self.items.is_empty() {
+            return;
+        }
+        let mut queue = self.state.missed();
+        while let Some(item) = self.items.pop_back() {
+            queue.push_front(item);
+        }
+        keep_newest(&mut queue);
+    }
+}
+
+/// A lease the primary granted, released again unless it reaches the caller: the call that took
+/// it may be dropped while it still tells the primary what it missed.
+struct Unclaimed<'a> {
+    state: &'a FallbackPoolState,
+    lease: Option<LeaseId>,
+}
+
+impl Unclaimed<'_> {
+    fn claim(mut self) {
+        self.lease = None;
+    }
+}
+
+impl Drop for Unclaimed<'_> {
+    fn drop(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            self.state.release_detached(lease);
+        }
+    }
+}
+
 /// Drops the oldest missed outcomes beyond [`MISSED_KEPT`] (the newest are at the back).
 fn keep_newest(missed: &mut VecDeque<Missed>) {
     while missed.len() > MISSED_KEPT {
@@ -171,8 +213,16 @@ impl PoolState for FallbackPoolState {
         if self.degradation.use_primary(request.now) && self.caught_up().await {
             match self.primary.try_acquire(request).await {
                 Ok(answer) => {
-                    self.primary_answered().await;
                     self.shadow(&answer);
+                    let unclaimed = Unclaimed {
+                        state: self,
+                        lease: match &answer {
+                            Acquire::Granted(grant) => Some(grant.id),
+                            _ => None,
+                        },
+                    };
+                    self.primary_answered().await;
+                    unclaimed.claim();
                     return Ok(answer);
                 }
                 Err(error) => self.degradation.degrade(Some(request.now), error),

@@ -1,3 +1,5 @@
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 use super::*;
@@ -8,15 +10,34 @@ use crate::select::RankedCandidates;
 const START: UnixMillis = UnixMillis(1_000_000);
 const RECHECK: Duration = Duration::from_secs(5);
 
-/// A memory state that can be switched off, counting the calls it receives.
+/// A memory state that can be switched off, counting the calls it receives; its acquisitions can
+/// be held at a gate, and its outcome records held forever (a call that never returns).
 #[derive(Debug, Default)]
 struct Switchable {
     inner: MemoryPoolState,
     down: AtomicBool,
     calls: AtomicUsize,
+    hold_acquires: AtomicBool,
+    acquires_opened: tokio::sync::Notify,
+    hold_records: AtomicBool,
 }
 
 impl Switchable {
+    async fn acquire_gate(&self) {
+        loop {
+            let opened = self.acquires_opened.notified();
+            if !self.hold_acquires.load(Ordering::SeqCst) {
+                return;
+            }
+            opened.await;
+        }
+    }
+
+    fn open_acquires(&self) {
+        self.hold_acquires.store(false, Ordering::SeqCst);
+        self.acquires_opened.notify_waiters();
+    }
+
     fn check(&self) -> Result<(), StateError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.down.load(Ordering::SeqCst) {
@@ -31,6 +52,7 @@ impl Switchable {
 impl PoolState for Switchable {
     async fn try_acquire(&self, request: &AcquireRequest) -> Result<Acquire, StateError> {
         self.check()?;
+        self.acquire_gate().await;
         self.inner.try_acquire(request).await
     }
     fn release_detached(&self, lease: LeaseId) {
@@ -52,6 +74,9 @@ impl PoolState for Switchable {
         now: UnixMillis,
     ) -> Result<(), StateError> {
         self.check()?;
+        if self.hold_records.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         self.inner.record_outcome(account, outcome, now).await
     }
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
@@ -322,4 +347,77 @@ async fn an_operator_clear_during_the_outage_is_not_undone_when_redis_returns() 
         !is_local(granted(state.try_acquire(&request(back)).await.unwrap())),
         "served by the primary, with the account usable"
     );
+}
+
+#[tokio::test]
+async fn missed_outcomes_survive_a_call_dropped_while_telling_them() {
+    let (primary, state) = setup();
+    primary.down.store(true, Ordering::SeqCst);
+    let limited = Outcome::RateLimited {
+        reset_at: Some(START.plus(Duration::from_secs(3600))),
+        scope: LimitScope::All,
+    };
+    state.record_outcome(&"a".into(), &limited, START).await.unwrap();
+    state
+        .record_outcome(&"a".into(), &Outcome::Success, START)
+        .await
+        .unwrap();
+    assert_eq!(state.missed().len(), 2);
+    // Back, but slow to take them: the call telling them is dropped (its client left).
+    primary.down.store(false, Ordering::SeqCst);
+    primary.hold_records.store(true, Ordering::SeqCst);
+    let dropped = tokio::time::timeout(Duration::from_millis(10), state.snapshot(START.plus(RECHECK))).await;
+    assert!(dropped.is_err());
+    assert_eq!(state.missed().len(), 2, "nothing was lost with the dropped call");
+    primary.hold_records.store(false, Ordering::SeqCst);
+    state.snapshot(START.plus(RECHECK * 2)).await.unwrap();
+    assert!(state.missed().is_empty());
+    let shared = primary.inner.snapshot(START).await.unwrap();
+    assert_eq!(shared[&AccountId::new("a")].health.successes, 1);
+    assert!(shared[&AccountId::new("a")].health.cooldown_all.is_some());
+}
+
+#[tokio::test]
+async fn a_grant_whose_call_is_dropped_while_telling_missed_outcomes_is_given_back() {
+    let (primary, state) = setup();
+    let state = Arc::new(state);
+    primary.down.store(true, Ordering::SeqCst);
+    let local = granted(state.try_acquire(&request(START)).await.unwrap());
+    state.release_detached(local);
+    assert!(state.degraded());
+
+    // The primary is back: a probe's acquisition is under way when an outcome is recorded
+    // (locally: the probe was that call), so the grant is followed by telling that outcome,
+    // which the primary is slow to take, and the call is dropped there.
+    primary.down.store(false, Ordering::SeqCst);
+    primary.hold_acquires.store(true, Ordering::SeqCst);
+    let probe = START.plus(RECHECK);
+    let calls = primary.calls.load(Ordering::SeqCst);
+    let acquiring = tokio::spawn({
+        let state = Arc::clone(&state);
+        async move { state.try_acquire(&request(probe)).await }
+    });
+    while primary.calls.load(Ordering::SeqCst) == calls {
+        tokio::task::yield_now().await;
+    }
+    state
+        .record_outcome(&"a".into(), &Outcome::Success, probe)
+        .await
+        .unwrap();
+    assert_eq!(state.missed().len(), 1);
+    primary.hold_records.store(true, Ordering::SeqCst);
+    primary.open_acquires();
+    while large_in_flight(&primary.inner, probe).await == 0 {
+        tokio::task::yield_now().await;
+    }
+    acquiring.abort();
+    assert!(acquiring.await.unwrap_err().is_cancelled());
+
+    assert_eq!(
+        large_in_flight(&primary.inner, probe).await,
+        0,
+        "the grant that never reached a request was given back"
+    );
+    assert_eq!(large_in_flight(&state.local, probe).await, 0, "with its shadow");
+    assert_eq!(state.missed().len(), 1, "the outcome waits for the next call");
 }
