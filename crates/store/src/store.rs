@@ -134,7 +134,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn account_by_name(&self, name: &str) -> StoreResult<Option<Account>>;
     /// All accounts, by id.
     async fn list_accounts(&self) -> StoreResult<Vec<Account>>;
-    /// Changes an account's settings.
+    /// Changes an account's settings (and its credential, if the update has one) in one
+    /// transaction.
     async fn update_account(&self, id: AccountId, update: AccountUpdate) -> StoreResult<Account>;
     /// Sets the pool status and its reason (e.g. after a revoked credential).
     async fn set_account_status(

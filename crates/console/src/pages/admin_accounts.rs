@@ -278,6 +278,14 @@ pub(crate) async fn update(
         groups: Some(parsed.groups),
         main_model: Some(parsed.main_model),
         fallback_models: Some(parsed.fallback_models),
+        // With the base URL, in one write: no replica reads the new URL with the old credential.
+        credential: if parsed.credential.is_some() {
+            Some(parsed.credential.clone())
+        } else if parsed.clear_credential {
+            Some(None)
+        } else {
+            None
+        },
     };
     match state.store.update_account(account.id, update).await {
         Ok(_) => {}
@@ -287,14 +295,9 @@ pub(crate) async fn update(
         }
         Err(err) => return Err(err.into()),
     }
-    let credential_note = if let Some(credential) = &parsed.credential {
-        state
-            .store
-            .update_account_credential(account.id, Some(credential))
-            .await?;
+    let credential_note = if parsed.credential.is_some() {
         " The new credential is stored."
     } else if parsed.clear_credential {
-        state.store.update_account_credential(account.id, None).await?;
         " The credential was removed."
     } else {
         ""

@@ -287,14 +287,11 @@ pub async fn accounts(
             active,
         } => {
             let found = find_account(store, &account).await?;
-            let update = account_update(store, &fields, active).await?;
-            store.update_account(found.id, update).await?;
+            let mut update = account_update(store, &fields, active).await?;
             if credential_stdin || fields.credential_env.is_some() {
-                let credential = read_credential(fields.credential_env.as_deref())?;
-                store
-                    .update_account_credential(found.id, Some(&credential))
-                    .await?;
+                update.credential = Some(Some(read_credential(fields.credential_env.as_deref())?));
             }
+            store.update_account(found.id, update).await?;
             println!("updated account {}", found.id);
         }
         AccountsCommand::Remove { account } => {

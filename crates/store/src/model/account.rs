@@ -136,8 +136,8 @@ impl NewAccount {
     }
 }
 
-/// A change to an account; `None` fields are left as they are. The credential has its own call,
-/// [`Store::update_account_credential`](crate::Store::update_account_credential).
+/// A change to an account; `None` fields are left as they are. All of it is written at once: a
+/// process reading the account meanwhile never sees a new base URL with the old credential.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AccountUpdate {
     /// New name.
@@ -160,4 +160,6 @@ pub struct AccountUpdate {
     pub main_model: Option<Option<String>>,
     /// New fallback models.
     pub fallback_models: Option<Vec<String>>,
+    /// New credential (`Some(None)` removes it), stored encrypted.
+    pub credential: Option<Option<crate::Secret>>,
 }

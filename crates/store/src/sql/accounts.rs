@@ -117,12 +117,19 @@ pub(super) async fn list_accounts(pool: &Pool<Db>) -> StoreResult<Vec<Account>> 
 
 pub(super) async fn update_account(
     pool: &Pool<Db>,
+    crypto: &Crypto,
     id: AccountId,
     update: AccountUpdate,
 ) -> StoreResult<Account> {
     if let Some(name) = &update.name {
         check_name("account", name)?;
     }
+    let context = SealContext::account_credential(id);
+    let sealed = match &update.credential {
+        Some(Some(credential)) => Some(Some(crypto.seal(credential, &context)?)),
+        Some(None) => Some(None),
+        None => None,
+    };
     let mut tx = pool.begin().await?;
     let done = sqlx::query(
         "UPDATE accounts SET name = COALESCE($2, name), \
@@ -133,7 +140,8 @@ pub(super) async fn update_account(
          status = COALESCE($9, status), \
          status_reason = CASE WHEN $10 THEN $11 ELSE status_reason END, \
          main_model = CASE WHEN $12 THEN $13 ELSE main_model END, \
-         fallback_models = COALESCE($14, fallback_models), updated_at = $15 WHERE id = $1",
+         fallback_models = COALESCE($14, fallback_models), updated_at = $15, \
+         credential = CASE WHEN $16 THEN $17 ELSE credential END WHERE id = $1",
     )
     .bind(id.0)
     .bind(update.name.as_deref())
@@ -150,6 +158,8 @@ pub(super) async fn update_account(
     .bind(update.main_model.clone().flatten())
     .bind(update.fallback_models.as_deref().map(models_json))
     .bind(Timestamp::now().unix_ms())
+    .bind(sealed.is_some())
+    .bind(sealed.flatten())
     .execute(&mut *tx)
     .await
     .map_err(|e| StoreError::from_write("account", e))?;

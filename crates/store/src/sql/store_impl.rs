@@ -149,7 +149,7 @@ impl Store for BackendStore {
     }
 
     async fn update_account(&self, id: AccountId, update: AccountUpdate) -> StoreResult<Account> {
-        accounts::update_account(&self.pool, id, update).await
+        accounts::update_account(&self.pool, &self.crypto, id, update).await
     }
 
     async fn set_account_status(

@@ -15,8 +15,88 @@ crate::on_every_backend!(
     credentials_move_to_a_new_master_key,
     a_credential_opens_only_in_its_own_account_row,
     resealing_never_writes_over_a_credential_refreshed_meanwhile,
-    a_refresh_replaces_only_the_credential_it_refreshed
+    a_refresh_replaces_only_the_credential_it_refreshed,
+    a_new_base_url_and_its_credential_are_written_together
 );
+
+async fn a_new_base_url_and_its_credential_are_written_together(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let old = Secret::new("sk-old-0123456789");
+    let account = store
+        .create_account(NewAccount {
+            base_url: Some("https://old.example/v1".into()),
+            credential: Some(old.clone()),
+            ..NewAccount::new("moved", AccountKind::Openai)
+        })
+        .await
+        .unwrap();
+    store
+        .create_account(NewAccount::new("taken", AccountKind::Openai))
+        .await
+        .unwrap();
+    let new = Secret::new("sk-new-0123456789");
+    let moved = |name: &str| AccountUpdate {
+        name: Some(name.to_owned()),
+        base_url: Some(Some("https://new.example/v1".into())),
+        credential: Some(Some(new.clone())),
+        ..AccountUpdate::default()
+    };
+    // A failing update (the name is another account's) writes neither.
+    let refused = store.update_account(account.id, moved("taken")).await;
+    assert!(matches!(refused, Err(StoreError::Conflict(_))), "{refused:?}");
+    let unchanged = store.account(account.id).await.unwrap();
+    assert_eq!(unchanged.base_url.as_deref(), Some("https://old.example/v1"));
+    assert_eq!(
+        store.account_credential(account.id).await.unwrap(),
+        Some(old.clone())
+    );
+    assert_eq!(unchanged.updated_at, account.updated_at);
+
+    let updated = store.update_account(account.id, moved("moved")).await.unwrap();
+    assert_eq!(updated.base_url.as_deref(), Some("https://new.example/v1"));
+    assert!(updated.has_credential);
+    assert_eq!(
+        store.account_credential(account.id).await.unwrap(),
+        Some(new.clone())
+    );
+    let stored = db
+        .raw_bytes("SELECT credential FROM accounts WHERE name = 'moved'")
+        .await;
+    let plaintext = new.expose().as_bytes();
+    assert!(
+        !stored[0].windows(plaintext.len()).any(|w| w == plaintext),
+        "stored encrypted"
+    );
+
+    // `Some(None)` removes it; `None` leaves it as it is.
+    let cleared = AccountUpdate {
+        credential: Some(None),
+        ..AccountUpdate::default()
+    };
+    assert!(
+        !store
+            .update_account(account.id, cleared)
+            .await
+            .unwrap()
+            .has_credential
+    );
+    let kept = AccountUpdate {
+        priority: Some(3),
+        ..AccountUpdate::default()
+    };
+    store
+        .update_account(
+            account.id,
+            AccountUpdate {
+                credential: Some(Some(new.clone())),
+                ..AccountUpdate::default()
+            },
+        )
+        .await
+        .unwrap();
+    store.update_account(account.id, kept).await.unwrap();
+    assert_eq!(store.account_credential(account.id).await.unwrap(), Some(new));
+}
 
 async fn a_refresh_replaces_only_the_credential_it_refreshed(db: Arc<TestDb>) {
     let store = db.store.as_ref();
