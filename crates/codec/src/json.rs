@@ -190,8 +190,21 @@ pub fn decode_responses(bytes: &[u8]) -> Result<ResponsesBody, ApiError> {
                 let Value::Object(tool) = tool else {
                     return Err(invalid_type(&format!("tools[{index}]"), "an object", tool));
                 };
-                if tool.get("type").and_then(Value::as_str) != Some("image_generation") {
-                    continue;
+                match tool.get("type").and_then(Value::as_str) {
+                    Some("image_generation") => {}
+                    // Not the image tool, and it would not be checked as one: refused rather than
+                    // passed on unchecked.
+                    Some(other) if other.eq_ignore_ascii_case("image_generation") => {
+                        return Err(ApiError::new(
+                            ErrorKind::InvalidRequest,
+                            format!(
+                                "Invalid tool type '{}': the image tool's type is 'image_generation', in lower case.",
+                                other.escape_default()
+                            ),
+                        )
+                        .with_param(format!("tools[{index}].type")));
+                    }
+                    _ => continue,
                 }
                 let prefix = format!("tools[{index}].");
                 let fields = Fields {

@@ -218,6 +218,18 @@ fn responses_tool_type_errors_carry_the_tool_position() {
 }
 
 #[test]
+fn an_image_tool_type_in_other_case_is_refused_not_passed_on_unchecked() {
+    let err = decode_responses(
+        br#"{"model":"gpt-5","tools":[{"type":"web_search"},{"type":"IMAGE_GENERATION","background":"transparent"}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.param.as_deref(), Some("tools[1].type"));
+    assert_eq!(err.code(), Some("invalid_value"));
+    assert!(err.message.contains("'IMAGE_GENERATION'"), "{}", err.message);
+}
+
+#[test]
 fn responses_without_stream_or_tools_is_fine() {
     let decoded = decode_responses(br#"{"model":null,"stream":null,"tools":null}"#).unwrap();
     assert_eq!(decoded.model, None);

@@ -86,7 +86,7 @@ fn prepare(
         push_tool(&mut body, json!({"type": "image_generation"}));
         tools.push(validate_image_tool(Default::default(), &app.catalog)?);
     }
-    pin_tool_models(&mut body, &tools);
+    pin_tools(&mut body, &tools);
     if let Some(tool) = tools.first() {
         usage.tool(
             &tool.size.to_string(),
@@ -119,9 +119,12 @@ fn push_tool(body: &mut Map<String, Value>, tool: Value) {
     }
 }
 
-/// Every image tool names the upstream id of its (validated) model; a tool without one gets
-/// `gpt-image-2`, the model this gateway serves.
-fn pin_tool_models(body: &mut Map<String, Value>, tools: &[ImageTool]) {
+/// Every image tool goes upstream as it was validated: it names the upstream id of its model (a
+/// tool without one gets `gpt-image-2`, the model this gateway serves), each value the client gave
+/// is written the way the rules read it (`01024x1024` as `1024x1024`, `2.0` as `2`), a `null` is
+/// left out as the absent value it stands for, and a compression given with `png` is dropped as
+/// the Images API drops it. Keys the gateway does not read are passed on as they are.
+fn pin_tools(body: &mut Map<String, Value>, tools: &[ImageTool]) {
     let Some(Value::Array(entries)) = body.get_mut("tools") else {
         return;
     };
@@ -130,11 +133,34 @@ fn pin_tool_models(body: &mut Map<String, Value>, tools: &[ImageTool]) {
         .filter_map(Value::as_object_mut)
         .filter(|tool| tool.get("type").and_then(Value::as_str) == Some("image_generation"));
     for (entry, tool) in image_tools.zip(tools) {
+        entry.retain(|_, value| !value.is_null());
         let model = tool
             .model
             .as_ref()
             .map_or(imagegate_domain::GPT_IMAGE_2, |m| m.upstream());
         entry.insert("model".to_owned(), Value::String(model.to_owned()));
+        let validated = [
+            ("quality", json!(tool.quality.as_str())),
+            ("size", json!(tool.size.to_string())),
+            ("output_format", json!(tool.output_format.as_str())),
+            ("background", json!(tool.background.as_str())),
+            ("moderation", json!(tool.moderation.as_str())),
+            ("partial_images", json!(tool.partial_images)),
+            ("action", json!(tool.action.as_str())),
+        ];
+        for (key, value) in validated {
+            if let Some(given) = entry.get_mut(key) {
+                *given = value;
+            }
+        }
+        match tool.output_compression {
+            Some(compression) if entry.contains_key("output_compression") => {
+                entry.insert("output_compression".to_owned(), json!(compression));
+            }
+            _ => {
+                entry.remove("output_compression");
+            }
+        }
     }
 }
 
@@ -148,6 +174,34 @@ mod tests {
         assert!(is_agent_client(&agents, "Codex_CLI_RS/0.40 (Linux)"));
         assert!(!is_agent_client(&agents, "OpenAI/Python 3.54.0"));
         assert!(!is_agent_client(&[String::new()], "anything"));
+    }
+
+    #[test]
+    fn image_tools_go_upstream_as_validated() {
+        let catalog = imagegate_domain::ModelCatalog::default();
+        let raw = json!({"model": "gpt-5", "tools": [
+            {"type": "web_search", "filters": null},
+            {"type": "image_generation", "size": "01024x1024", "quality": null, "input_fidelity": null,
+             "partial_images": 2.0, "output_format": "png", "output_compression": 80,
+             "background": "opaque", "future_key": {"a": 1}},
+            {"type": "image_generation", "model": "gpt-image-2-2026-04-21", "output_format": "webp",
+             "output_compression": 70.0}
+        ]});
+        let decoded = imagegate_codec::json::decode_responses(raw.to_string().as_bytes()).unwrap();
+        let tools = decoded.validate_image_tools(&catalog).unwrap();
+        let mut body = decoded.body;
+        pin_tools(&mut body, &tools);
+        assert_eq!(
+            body["tools"],
+            json!([
+                {"type": "web_search", "filters": null},
+                {"type": "image_generation", "model": "gpt-image-2", "size": "1024x1024",
+                 "partial_images": 2, "output_format": "png", "background": "opaque",
+                 "future_key": {"a": 1}},
+                {"type": "image_generation", "model": "gpt-image-2-2026-04-21", "output_format": "webp",
+                 "output_compression": 70}
+            ])
+        );
     }
 
     #[test]
