@@ -570,6 +570,57 @@ async fn a_client_that_leaves_after_a_failover_is_recorded_with_the_failover() {
 }
 
 #[tokio::test]
+async fn an_answer_with_fewer_images_than_asked_for_is_recorded_as_such() {
+    let s = setup();
+    s.sim_fault(json!({"fault": "one_image", "times": 2})).await;
+    let asked = json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low", "n": 3});
+    let answer: Value = s
+        .post_json("/images/generations", asked.clone())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["data"].as_array().unwrap().len(), 1, "{answer}");
+    let mut streamed = asked;
+    streamed["stream"] = json!(true);
+    let response = s.post_json("/images/generations", streamed).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let events = imagegate_e2e::parse_sse(&response.text().await.unwrap());
+    let completed = events
+        .iter()
+        .filter(|(name, _)| name == "image_generation.completed")
+        .count();
+    assert_eq!(completed, 1, "{events:?}");
+    // And one that got all it asked for says nothing.
+    s.post_json(
+        "/images/generations",
+        json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low", "n": 2}),
+    )
+    .send()
+    .await
+    .unwrap()
+    .bytes()
+    .await
+    .unwrap();
+    let mut records = s.usage_at_least(3).await;
+    records.sort_by_key(|record| record["id"].as_i64());
+    for record in &records[..2] {
+        assert_eq!(
+            (&record["status"], &record["n"], &record["images"]),
+            (&json!(200), &json!(3), &json!(1))
+        );
+        assert_eq!(
+            record["fallback_note"], "the upstream made 1 of the 3 images asked for",
+            "{record:?}"
+        );
+    }
+    assert_eq!(records[2]["images"], 2);
+    assert_eq!(records[2]["fallback_note"], Value::Null, "{:?}", records[2]);
+}
+
+#[tokio::test]
 async fn an_answer_without_an_image_is_retried_a_little_and_not_held_against_the_accounts() {
     let s = setup_with(&["acct-a", "acct-b", "acct-c", "acct-d"], &[]);
     s.sim_fault(json!({"fault": "no_image"})).await;

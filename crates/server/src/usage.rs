@@ -292,6 +292,9 @@ impl UsageRecorder {
         if kept_alive {
             self.note("keepalive: the client was answered 200 and newlines while it waited".to_owned());
         }
+        if let Some(short) = self.record.as_ref().and_then(fewer_images_than_asked) {
+            self.note(short);
+        }
         if let Some(mut record) = self.record.take() {
             if record.status == CLIENT_CLOSED && self.entered.abandoned() && !self.client_left {
                 // Not the client: the shutdown's grace period ended first.
@@ -314,6 +317,19 @@ impl UsageRecorder {
             let _refused = self.sink.record(record);
         }
     }
+}
+
+/// What an Images answer says when the upstream made fewer images than `n` asked for: nothing the
+/// client asked for is changed without the record saying so.
+fn fewer_images_than_asked(record: &UsageRecord) -> Option<String> {
+    let short =
+        record.status == 200 && record.endpoint.starts_with("/v1/images/") && record.images < record.n;
+    short.then(|| {
+        format!(
+            "the upstream made {} of the {} images asked for",
+            record.images, record.n
+        )
+    })
 }
 
 impl Drop for UsageRecorder {

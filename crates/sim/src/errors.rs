@@ -174,7 +174,8 @@ pub fn fault_response(fault: &Fault, token: Option<&str>, request_id: &str) -> O
         | FaultKind::NoImage
         | FaultKind::RateLimitInStream
         | FaultKind::TruncatedBody
-        | FaultKind::NoUsage => {
+        | FaultKind::NoUsage
+        | FaultKind::OneImage => {
             return None;
         }
     };

@@ -62,11 +62,14 @@ pub enum FaultKind {
     /// left out, as upstream issues report image tokens coming back missing (names: `no_usage`,
     /// `missing_usage`). Images API answers are not affected.
     NoUsage,
+    /// 200 with one image whatever `n` asked for, as an upstream may quietly answer `n` > 1
+    /// (names: `one_image`, `fewer_images`). Responses answers are not affected (they make one).
+    OneImage,
 }
 
 impl FaultKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 17] = [
         Self::UsageLimit,
         Self::RateLimit,
         Self::Server500,
@@ -83,6 +86,7 @@ impl FaultKind {
         Self::RateLimitInStream,
         Self::TruncatedBody,
         Self::NoUsage,
+        Self::OneImage,
     ];
 
     /// Canonical name.
@@ -104,6 +108,7 @@ impl FaultKind {
             Self::RateLimitInStream => "rate_limit_in_stream",
             Self::TruncatedBody => "truncated_body",
             Self::NoUsage => "no_usage",
+            Self::OneImage => "one_image",
         }
     }
 }
@@ -111,7 +116,7 @@ impl FaultKind {
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body, no_usage"
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body, no_usage, one_image"
 )]
 pub struct UnknownFault(pub String);
 
@@ -136,6 +141,7 @@ impl FromStr for FaultKind {
             "rate_limit_in_stream" | "response_failed_rate_limit" => Self::RateLimitInStream,
             "truncated_body" | "truncated" | "cut_body" => Self::TruncatedBody,
             "no_usage" | "missing_usage" => Self::NoUsage,
+            "one_image" | "fewer_images" => Self::OneImage,
             _ => return Err(UnknownFault(s.to_owned())),
         })
     }

@@ -33,6 +33,13 @@ pub async fn answer_images(
     job: &ImageJob,
     stream: bool,
 ) -> Response {
+    let fewer;
+    let job = if context.one_image() {
+        fewer = ImageJob { n: 1, ..job.clone() };
+        &fewer
+    } else {
+        job
+    };
     let outcome = match state.simulator().generate(job).await {
         Ok(outcome) => outcome,
         Err(error) => return ApiFailure::internal(&error.to_string()).into_response(),

@@ -72,6 +72,11 @@ impl RequestContext {
         self.fault.is_some_and(|f| f.kind == FaultKind::NoUsage)
     }
 
+    /// Whether an Images answer must hold one image whatever `n` asked for (`one_image`).
+    pub fn one_image(&self) -> bool {
+        self.fault.is_some_and(|f| f.kind == FaultKind::OneImage)
+    }
+
     /// Whether an Images answer must be cut short (`truncated_body`).
     pub fn truncated(&self) -> bool {
         self.fault.is_some_and(|f| f.kind == FaultKind::TruncatedBody)
