@@ -13,6 +13,11 @@ use super::{BACKLOG_BATCHES, Counters, UsageBackend, UsageWriterConfig, WriterEr
 use crate::error::StoreError;
 use crate::model::{KeyUse, UsageRecord};
 use crate::priority::WriterPriority;
+
+/// Once the process is stopping, the longest one database call may take before its batch goes to
+/// the spool: a database silent this long will not answer before the orchestrator's kill, and the
+/// records must be on disk by then.
+const SHUTDOWN_WRITE_TIMEOUT: Duration = Duration::from_secs(3);
 use crate::spool::UsageSpool;
 
 pub(super) struct Flusher {
@@ -95,6 +100,15 @@ impl Flusher {
         Ok(())
     }
 
+    /// Failed attempts at a batch before it goes to the spool: one once the process is stopping,
+    /// which the orchestrator kills soon after.
+    fn spool_after(&self) -> u32 {
+        match self.deadline {
+            Some(_) => 1,
+            None => self.config.spool_after_failures,
+        }
+    }
+
     fn begin_shutdown(&mut self) {
         if self.deadline.is_none() {
             self.deadline = Some(Instant::now() + self.config.shutdown_timeout);
@@ -167,8 +181,7 @@ impl Flusher {
                 }
             }
             let past_deadline = self.deadline.is_some_and(|d| Instant::now() >= d);
-            let give_up_on_db =
-                straight_to_spool || past_deadline || failures >= self.config.spool_after_failures;
+            let give_up_on_db = straight_to_spool || past_deadline || failures >= self.spool_after();
             straight_to_spool = false;
             if give_up_on_db && self.spool_batch(&batch) {
                 return Ok(());
@@ -316,7 +329,11 @@ impl Flusher {
 
     /// When the next database call must end, and what ends it.
     fn call_deadline(&self) -> (Instant, &'static str) {
-        let timeout = Instant::now() + self.config.write_timeout;
+        let limit = match self.deadline {
+            Some(_) => self.config.write_timeout.min(SHUTDOWN_WRITE_TIMEOUT),
+            None => self.config.write_timeout,
+        };
+        let timeout = Instant::now() + limit;
         match self.deadline {
             Some(deadline) if deadline < timeout => (deadline, "shutdown deadline"),
             _ => (timeout, "write timeout"),

@@ -1,5 +1,7 @@
 //! Unit tests of the usage writer against an in-memory backend that can fail on demand.
 
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
@@ -478,6 +480,41 @@ async fn batches_go_to_the_spool_while_the_database_is_down_and_are_replayed_aft
         0,
         "the emptied spool file is removed"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_shutdown_a_silent_database_gets_one_short_try_before_the_spool() {
+    // The database went silent (a network black hole); the writer is stopped with records queued.
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(FakeBackend::default());
+    backend.hang.store(true, Ordering::SeqCst);
+    let cfg = UsageWriterConfig {
+        shutdown_timeout: Duration::from_secs(30),
+        ..config()
+    };
+    let (sink, writer) =
+        UsageWriter::spawn_with(backend.clone(), cfg, Some(UsageSpool::open(dir.path()).unwrap()));
+    // The writer's first flush (of nothing) is behind it; then fewer records than a batch come,
+    // and wait for the next flush, which the shutdown makes.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    for i in 0..2 {
+        sink.record(record(i)).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(backend.attempts.load(Ordering::SeqCst), 0);
+    let started = tokio::time::Instant::now();
+    let stopping = tokio::spawn(writer.shutdown());
+    wait_until(|| sink.stats().spooled == 2).await;
+    // Virtual time (paused): on disk well before the orchestrator's kill, a few seconds after
+    // the grace period, which three tries of a 15 s write timeout would outlast.
+    assert!(
+        started.elapsed() <= Duration::from_secs(4),
+        "spooled after {:?}",
+        started.elapsed()
+    );
+    let stats = stopping.await.unwrap().unwrap();
+    assert_eq!(stats.spooled, 2);
+    assert!(backend.written_ids().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
