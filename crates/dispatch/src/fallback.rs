@@ -102,7 +102,8 @@ impl FallbackPoolState {
     /// The primary answered: healthy again, and, if it was degraded until now, told what it
     /// missed.
     async fn primary_answered(&self) {
-        if self.degradation.healthy() {
+        let was_degraded = self.degradation.healthy();
+        if was_degraded || !self.missed().is_empty() {
             let _all_told = self.tell_missed().await;
         }
     }
@@ -110,24 +111,29 @@ impl FallbackPoolState {
     /// Whether the primary knows every outcome (it was not degraded, or took the ones it missed
     /// just now): told them before anything else, it answers as if it had never been away.
     async fn caught_up(&self) -> bool {
-        !self.degradation.degraded() || self.tell_missed().await
+        // Healthy with outcomes still queued: a call that was telling them was dropped.
+        let nothing_missed = !self.degradation.degraded() && self.missed().is_empty();
+        nothing_missed || self.tell_missed().await
     }
 
     /// Records in the primary the outcomes it missed while degraded; those it cannot take (it
-    /// failed again, or the call telling them was dropped) wait for its next return. Whether it
-    /// took them all.
+    /// failed again) wait for its next return, and those not yet sent when the call telling them
+    /// is dropped wait for the next call. Whether it took them all.
     async fn tell_missed(&self) -> bool {
         let mut untold = Untold {
             state: self,
             items: self.missed().drain(..).collect(),
         };
-        while let Some((account, outcome, at)) = untold.items.front() {
+        // Each taken out before it is sent: a call once sent runs to its end in the primary
+        // (Redis records outcomes in a task of its own) even if this one is dropped.
+        while let Some(item) = untold.items.pop_front() {
+            let (account, outcome, at) = &item;
             if let Err(error) = self.primary.record_outcome(account, outcome, *at).await {
+                untold.items.push_front(item);
                 drop(untold);
                 self.degradation.degrade(None, error);
                 return false;
             }
-            untold.items.pop_front();
         }
         true
     }
@@ -155,8 +161,8 @@ impl FallbackPoolState {
 }
 
 /// Missed outcomes taken out to be told to the primary: those still here when it is dropped (the
-/// primary failed, or the call was cancelled) go back to the front of the queue. One being told
-/// when the call was cancelled may reach the primary twice, which is better than not at all.
+/// primary failed, or the call was cancelled before sending them) go back to the front of the
+/// queue.
 struct Untold<'a> {
     state: &'a FallbackPoolState,
     items: VecDeque<Missed>,
