@@ -13,12 +13,12 @@ use super::{BACKLOG_BATCHES, Counters, UsageBackend, UsageWriterConfig, WriterEr
 use crate::error::StoreError;
 use crate::model::{KeyUse, UsageRecord};
 use crate::priority::WriterPriority;
+use crate::spool::UsageSpool;
 
 /// Once the process is stopping, the longest one database call may take before its batch goes to
 /// the spool: a database silent this long will not answer before the orchestrator's kill, and the
 /// records must be on disk by then.
 const SHUTDOWN_WRITE_TIMEOUT: Duration = Duration::from_secs(3);
-use crate::spool::UsageSpool;
 
 pub(super) struct Flusher {
     pub(super) backend: Arc<dyn UsageBackend>,
@@ -40,6 +40,8 @@ pub(super) struct Flusher {
     /// every record of a whole batch lately, and splitting again would only repeat 2N-1 inserts.
     /// Cleared by any write that goes in.
     pub(super) refusing_all_until: Option<Instant>,
+    /// A write failed (the database out of reach) since the shutdown began.
+    pub(super) failed_since_shutdown: bool,
 }
 
 /// How long a batch refused whole makes later refusals count as an outage.
@@ -94,9 +96,13 @@ impl Flusher {
             buffer.push(record);
         }
         self.flush_all(&mut buffer).await?;
-        // Last chance to empty the spool; what stays is replayed by the next process.
-        self.next_replay = Instant::now();
-        self.replay_if_due().await;
+        // Last chance to empty the spool, when the database took this shutdown's writes; what
+        // stays is replayed by the next process. A database that just failed would only hold
+        // the exit up for another write timeout.
+        if !self.failed_since_shutdown {
+            self.next_replay = Instant::now();
+            self.replay_if_due().await;
+        }
         Ok(())
     }
 
@@ -159,6 +165,7 @@ impl Flusher {
                     Err(failure) => {
                         self.counters.failed_writes.fetch_add(1, Ordering::Relaxed);
                         failures += 1;
+                        self.failed_since_shutdown |= self.deadline.is_some() && !failure.refusal;
                         last_error.clone_from(&failure.message);
                         if failure.refusal {
                             let before = batch.len();

@@ -313,6 +313,7 @@ impl UsageWriter {
             replay_backoff: config_retry_initial,
             set_aside_ids: std::collections::HashSet::new(),
             refusing_all_until: None,
+            failed_since_shutdown: false,
         };
         #[expect(
             clippy::disallowed_methods,

@@ -515,6 +515,16 @@ async fn at_shutdown_a_silent_database_gets_one_short_try_before_the_spool() {
     let stats = stopping.await.unwrap().unwrap();
     assert_eq!(stats.spooled, 2);
     assert!(backend.written_ids().is_empty());
+    assert_eq!(
+        backend.attempts.load(Ordering::SeqCst),
+        1,
+        "no last replay into the database that just failed"
+    );
+    assert!(
+        started.elapsed() <= Duration::from_secs(4),
+        "exited after {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(start_paused = true)]
