@@ -56,7 +56,12 @@ fn a_key_the_cli_cannot_find_is_named_without_its_secret() {
     let other_id = "z".repeat(public_id.len());
     let mistyped = format!("sk-ig-{other_id}-{secret}");
     let cut_short = &key[..key.len() - 20];
+    let pasted_with_more = format!("Bearer {key}");
     for (given, named) in [
+        (
+            pasted_with_more.as_str(),
+            "no key matching the given text".to_owned(),
+        ),
         (
             mistyped.as_str(),
             format!("no key with the public id \"{other_id}\""),

@@ -109,7 +109,10 @@ impl ConsoleError {
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let (status, heading, detail) = self.status_and_text();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if matches!(self, Self::Busy) {
+            // Under the very load it turns away: one line each would flood the log.
+            tracing::debug!("console sign-in turned away: too many waiting");
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
             tracing::warn!(error = %self, "console page unavailable");
         } else if status.is_server_error() {
             tracing::error!(error = %self, "console page failed");

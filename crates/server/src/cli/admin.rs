@@ -215,7 +215,7 @@ fn key_named(given: &str) -> String {
     use imagegate_store::keys::{KEY_PREFIX, parse_key};
     match parse_key(given) {
         Some(parsed) => format!("with the public id {:?}", parsed.public_id),
-        None if given.starts_with(KEY_PREFIX) => {
+        None if given.contains(KEY_PREFIX) => {
             "matching the given text (not shown: it looks like a secret key)".to_owned()
         }
         None => format!("{given:?}"),
