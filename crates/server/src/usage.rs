@@ -322,8 +322,12 @@ impl UsageRecorder {
 /// What an Images answer says when the upstream made fewer images than `n` asked for: nothing the
 /// client asked for is changed without the record saying so.
 fn fewer_images_than_asked(record: &UsageRecord) -> Option<String> {
-    let short =
-        record.status == 200 && record.endpoint.starts_with("/v1/images/") && record.images < record.n;
+    // No image counted in a 200 means the answer could not be read for them, not that it had none
+    // (an answer without an image is a failure).
+    let short = record.status == 200
+        && record.endpoint.starts_with("/v1/images/")
+        && record.images > 0
+        && record.images < record.n;
     short.then(|| {
         format!(
             "the upstream made {} of the {} images asked for",

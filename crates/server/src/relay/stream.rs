@@ -81,7 +81,9 @@ pub fn relay_events(
         }
         // Asking for the next item starts a subscription account's next call, if an image is
         // left to make: from here until its image completes, a client that leaves has that call
-        // read to its end (the upstream makes and bills it all the same).
+        // read to its end (the upstream makes and bills it all the same). A body dropped in the
+        // moment between this and the call's request going out has that call made for its usage
+        // too; a client's leaving is only seen on a write, so the moment is a narrow one.
         relay.image_under_way = true;
         // No keepalive inside an event relayed in pieces: a comment there would corrupt it.
         let next = tokio::select! {
