@@ -116,6 +116,12 @@ fn granted(answer: Acquire) -> LeaseId {
     }
 }
 
+/// What the primary (the shared state) knows of account `a`'s health.
+async fn primary_health(primary: &Switchable, now: UnixMillis) -> crate::outcome::AccountHealth {
+    let shared = primary.inner.snapshot(now).await.unwrap();
+    shared[&AccountId::new("a")].health.clone()
+}
+
 async fn large_in_flight(state: &dyn PoolState, now: UnixMillis) -> u32 {
     let snapshot = state.snapshot(now).await.unwrap();
     snapshot
@@ -236,8 +242,7 @@ async fn outcomes_are_kept_locally_so_the_fallback_knows_recent_cooldowns() {
         scope: LimitScope::All,
     };
     state.record_outcome(&"a".into(), &limited, START).await.unwrap();
-    let shared = primary.inner.snapshot(START).await.unwrap();
-    assert!(shared[&AccountId::new("a")].health.cooldown_all.is_some());
+    assert!(primary_health(&primary, START).await.cooldown_all.is_some());
 
     primary.down.store(true, Ordering::SeqCst);
     assert_eq!(
@@ -294,10 +299,9 @@ async fn outcomes_recorded_while_degraded_reach_the_primary_when_it_returns() {
         "once back, the primary knows the cooldown (every replica does)"
     );
     assert!(!state.degraded());
-    let shared = primary.inner.snapshot(back).await.unwrap();
     assert_eq!(
-        shared[&AccountId::new("a")]
-            .health
+        primary_health(&primary, back)
+            .await
             .cooldown_all
             .as_ref()
             .map(|c| c.until),
@@ -327,9 +331,9 @@ async fn missed_outcomes_that_the_primary_cannot_take_wait_for_its_next_return()
     primary.down.store(false, Ordering::SeqCst);
     state.snapshot(START.plus(RECHECK * 2)).await.unwrap();
     assert!(state.missed().is_empty());
-    let shared = primary.inner.snapshot(probe).await.unwrap();
-    assert_eq!(shared[&AccountId::new("a")].health.successes, 1);
-    assert!(shared[&AccountId::new("a")].health.cooldown_all.is_some());
+    let shared = primary_health(&primary, probe).await;
+    assert_eq!(shared.successes, 1);
+    assert!(shared.cooldown_all.is_some());
 }
 
 #[tokio::test]
@@ -379,9 +383,9 @@ async fn missed_outcomes_survive_a_call_dropped_while_telling_them() {
     primary.hold_records.store(false, Ordering::SeqCst);
     state.snapshot(START.plus(RECHECK * 2)).await.unwrap();
     assert!(state.missed().is_empty());
-    let shared = primary.inner.snapshot(START).await.unwrap();
-    assert_eq!(shared[&AccountId::new("a")].health.successes, 1);
-    assert!(shared[&AccountId::new("a")].health.cooldown_all.is_some());
+    let shared = primary_health(&primary, START).await;
+    assert_eq!(shared.successes, 1);
+    assert!(shared.cooldown_all.is_some());
 }
 
 #[tokio::test]
@@ -436,6 +440,5 @@ async fn a_grant_whose_call_is_dropped_while_telling_missed_outcomes_is_given_ba
     let later = probe.plus(Duration::from_secs(1));
     state.snapshot(later).await.unwrap();
     assert!(state.missed().is_empty());
-    let shared = primary.inner.snapshot(later).await.unwrap();
-    assert_eq!(shared[&AccountId::new("a")].health.successes, 2, "each once");
+    assert_eq!(primary_health(&primary, later).await.successes, 2, "each once");
 }

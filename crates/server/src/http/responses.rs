@@ -139,19 +139,18 @@ fn pin_tools(body: &mut Map<String, Value>, tools: &[ImageTool]) {
             .as_ref()
             .map_or(imagegate_domain::GPT_IMAGE_2, |m| m.upstream());
         entry.insert("model".to_owned(), Value::String(model.to_owned()));
-        let validated = [
-            ("quality", json!(tool.quality.as_str())),
-            ("size", json!(tool.size.to_string())),
-            ("output_format", json!(tool.output_format.as_str())),
-            ("background", json!(tool.background.as_str())),
-            ("moderation", json!(tool.moderation.as_str())),
-            ("partial_images", json!(tool.partial_images)),
-            ("action", json!(tool.action.as_str())),
-        ];
-        for (key, value) in validated {
-            if let Some(given) = entry.get_mut(key) {
-                *given = value;
-            }
+        // Only the values the client gave are rewritten (and only those built).
+        for (key, given) in entry.iter_mut() {
+            *given = match key.as_str() {
+                "quality" => json!(tool.quality.as_str()),
+                "size" => json!(tool.size.to_string()),
+                "output_format" => json!(tool.output_format.as_str()),
+                "background" => json!(tool.background.as_str()),
+                "moderation" => json!(tool.moderation.as_str()),
+                "partial_images" => json!(tool.partial_images),
+                "action" => json!(tool.action.as_str()),
+                _ => continue,
+            };
         }
         match tool.output_compression {
             Some(compression) if entry.contains_key("output_compression") => {
