@@ -488,6 +488,74 @@ async fn a_stream_whose_second_call_reports_no_usage_is_billed_the_first_calls()
 }
 
 #[tokio::test]
+async fn an_image_refused_once_made_is_billed_its_tokens_though_the_client_gets_none() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    c.s.sim_fault(json!({"fault": "refused_after_image", "times": 1, "path": "/v1/responses"}))
+        .await;
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "a fox", "size": "1024x1024", "quality": "low"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502, "a refusal is the upstream's failure");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "image_content_policy_violation", "{body}");
+    let records = c.s.usage_at_least(1).await;
+    let record = &records[0];
+    assert_eq!(record["status"], 502, "{record}");
+    assert_eq!(record["images"], 0, "{record}");
+    assert!(
+        record["tokens"]["output_image"].as_u64().unwrap_or(0) > 0,
+        "the refused image's tokens are billed: {record}"
+    );
+    let note = record["fallback_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("billed the tokens of a failed call, with no image"),
+        "{record}"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_whose_second_image_is_refused_is_billed_both_images_once() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    c.s.sim_fault(json!({"fault": "refused_after_image", "after": 1, "times": 1, "path": "/v1/responses"}))
+        .await;
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024",
+            "quality": "low", "n": 2, "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    let completed: Vec<&Value> = events
+        .iter()
+        .filter(|(name, _)| name == "image_generation.completed")
+        .map(|(_, data)| &data["usage"])
+        .collect();
+    assert_eq!(completed.len(), 1, "{events:?}");
+    assert!(
+        events.iter().any(|(name, _)| name == "error"),
+        "the refusal ends the stream: {events:?}"
+    );
+    let first = completed[0]["output_tokens"].as_u64().unwrap();
+    let records = c.s.usage_at_least(1).await;
+    let record = &records[0];
+    assert_eq!(record["images"], 1, "{record}");
+    assert_eq!(
+        record["tokens"]["output"].as_u64().unwrap(),
+        2 * first,
+        "the image sent and the refused one, each counted once: {record}"
+    );
+}
+
+#[tokio::test]
 async fn a_refused_access_token_is_refreshed_once_and_the_refreshed_one_is_persisted() {
     let credential = json!({"access_token": "at-expired", "refresh_token": SEED_REFRESH_TOKEN,
         "account_id": "acct-r"});

@@ -167,12 +167,16 @@ impl UsageRecorder {
         });
     }
 
-    /// Tokens of images an account made for a call whose answer the client never gets (`what`:
-    /// "a failed call", say), with a note saying so.
+    /// Tokens an account spent on a call whose answer the client never gets (`what`: "a failed
+    /// call", say): of images it made, or billed for none; with a note saying so.
     pub fn spent(&mut self, spent: &Spent, what: &str) {
         self.usage(&spent.usage);
-        let plural = if spent.images == 1 { "" } else { "s" };
-        self.note(format!("billed {} image{plural} of {what}", spent.images));
+        let note = match spent.images {
+            0 => format!("billed the tokens of {what}, with no image"),
+            1 => format!("billed 1 image of {what}"),
+            n => format!("billed {n} images of {what}"),
+        };
+        self.note(note);
     }
 
     /// Follows what the upstream call about to start makes while it runs, until

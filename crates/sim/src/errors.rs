@@ -175,7 +175,8 @@ pub fn fault_response(fault: &Fault, token: Option<&str>, request_id: &str) -> O
         | FaultKind::RateLimitInStream
         | FaultKind::TruncatedBody
         | FaultKind::NoUsage
-        | FaultKind::OneImage => {
+        | FaultKind::OneImage
+        | FaultKind::RefusedAfterImage => {
             return None;
         }
     };

@@ -65,11 +65,17 @@ pub enum FaultKind {
     /// 200 with one image whatever `n` asked for, as an upstream may quietly answer `n` > 1
     /// (names: `one_image`, `fewer_images`). Responses answers are not affected (they make one).
     OneImage,
+    /// A Responses stream whose image call runs (its partial images are sent) and then ends with
+    /// `response.failed` carrying `image_content_policy_violation`, as an output check may refuse
+    /// a finished image: the envelope reports the image's `tool_usage`, billed with no image
+    /// (names: `refused_after_image`, `image_content_policy_violation`). Other answers are not
+    /// affected: give the rule `"path": "/v1/responses"`.
+    RefusedAfterImage,
 }
 
 impl FaultKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FaultKind; 17] = [
+    pub const ALL: [FaultKind; 18] = [
         Self::UsageLimit,
         Self::RateLimit,
         Self::Server500,
@@ -87,6 +93,7 @@ impl FaultKind {
         Self::TruncatedBody,
         Self::NoUsage,
         Self::OneImage,
+        Self::RefusedAfterImage,
     ];
 
     /// Canonical name.
@@ -109,6 +116,7 @@ impl FaultKind {
             Self::TruncatedBody => "truncated_body",
             Self::NoUsage => "no_usage",
             Self::OneImage => "one_image",
+            Self::RefusedAfterImage => "refused_after_image",
         }
     }
 }
@@ -116,7 +124,7 @@ impl FaultKind {
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body, no_usage, one_image"
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body, no_usage, one_image, refused_after_image"
 )]
 pub struct UnknownFault(pub String);
 
@@ -142,6 +150,7 @@ impl FromStr for FaultKind {
             "truncated_body" | "truncated" | "cut_body" => Self::TruncatedBody,
             "no_usage" | "missing_usage" => Self::NoUsage,
             "one_image" | "fewer_images" => Self::OneImage,
+            "refused_after_image" | "image_content_policy_violation" => Self::RefusedAfterImage,
             _ => return Err(UnknownFault(s.to_owned())),
         })
     }

@@ -101,6 +101,94 @@ async fn a_failure_after_some_of_n_images_keeps_what_they_cost() {
     );
 }
 
+/// The SSE body of a call whose finished image is refused: `response.failed` billing its tokens.
+fn refused_after_image_sse() -> String {
+    let failed = json!({"type": "response.failed", "sequence_number": 4, "response": {"status": "failed",
+        "error": {"code": "image_content_policy_violation", "message": "The generated image was rejected."},
+        "usage": {"input_tokens": 500, "output_tokens": 20, "total_tokens": 520},
+        "tool_usage": {"image_gen": {"input_tokens": 30, "output_tokens": 1000, "total_tokens": 1030}}}});
+    format!("event: response.failed\ndata: {failed}\n\n")
+}
+
+#[tokio::test]
+async fn a_call_refused_after_its_image_adds_what_it_billed_to_the_images_made_before() {
+    let server = MockServer::start().await;
+    // The first image is made; the second call's image is refused once made, and billed.
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(refused_after_image_sse()))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(2),
+        ..prompt_only("two cats")
+    });
+    let failure = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Refused, "{failure:?}");
+    let spent = failure.spent.expect("what the account spent is noted");
+    assert_eq!(spent.images, 1);
+    assert_eq!(
+        (
+            spent.usage.input_tokens,
+            spent.usage.output_tokens,
+            spent.usage.total_tokens
+        ),
+        (60, 2000, 2060),
+        "the image made and the refused call's image tokens"
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_call_refused_after_its_image_fails_with_only_its_own_billed_tokens() {
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .respond_with(sse(refused_after_image_sse()))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let params = params(ImageParamsDraft {
+        n: Some(2),
+        stream: Some(true),
+        ..prompt_only("two cats")
+    });
+    let reply = codex_call(&server, &["gpt-5"], UpstreamCall::Generate { params: &params })
+        .await
+        .unwrap();
+    let items = events(reply).await;
+    let completed = items
+        .iter()
+        .filter_map(|item| item.as_ref().ok())
+        .filter(|event| event.data.contains("image_generation.completed"))
+        .count();
+    assert_eq!(completed, 1, "the first image went out");
+    let failure = items
+        .into_iter()
+        .find_map(Result::err)
+        .expect("the second call fails the stream");
+    assert_eq!(failure.kind, FailureKind::Refused);
+    // The first image's usage went out on its completed event: the failure carries only the
+    // refused call's own tokens, or the record would count the first image twice.
+    let spent = failure.spent.expect("the refused call's tokens are noted");
+    assert_eq!(
+        (spent.images, spent.usage.output_tokens, spent.usage.total_tokens),
+        (0, 1000, 1030)
+    );
+}
+
 #[tokio::test]
 async fn the_images_document_goes_out_in_pieces_with_its_length_and_summary() {
     let server = MockServer::start().await;

@@ -139,13 +139,9 @@ pub async fn relay(
                 if let Some(at) = failure.reset_at_unix_ms() {
                     earliest_reset = Some(earliest_reset.map_or(at, |earliest| earliest.min(at)));
                 }
-                if let Some(spent) = &failure.spent {
-                    // Images made before the failure are lost with it, but the account spent them.
-                    usage.spent(spent, "a failed call");
-                } else {
-                    // A `response.failed` that ended the call says what it billed.
-                    stream::record_final_event_tokens(usage, &failure);
-                }
+                // Images made before the failure are lost with it, but the account spent them; a
+                // `response.failed` that ended the call says what it billed.
+                stream::record_failure_tokens(usage, &failure);
                 let outcome = outcome_of_try(&failure, request.call, later_try);
                 record(app, &account, &outcome).await;
                 drop(lease);

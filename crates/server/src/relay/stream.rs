@@ -133,7 +133,7 @@ impl Relay {
     async fn fail(&mut self, failure: &Failure) -> Result<Bytes, CutShort> {
         self.done = true;
         if let Some(usage) = self.usage.as_mut() {
-            record_final_event_tokens(usage, failure);
+            record_failure_tokens(usage, failure);
             usage.upstream_closed();
         }
         let ending = if self.open.is_some() {
@@ -372,7 +372,7 @@ async fn read_abandoned(mut rest: Relay) {
             }
             Some(Err(failure)) => {
                 if let Some(usage) = rest.usage.as_mut() {
-                    record_final_event_tokens(usage, &failure);
+                    record_failure_tokens(usage, &failure);
                 }
                 break Some(failure);
             }
@@ -487,9 +487,19 @@ struct ResponseTail {
     tool_usage: Option<ToolUsage>,
 }
 
+/// Records what a failed call cost: what the failure says the account spent (images made before
+/// it, or tokens a subscription account's call billed for none), or else the tokens on the
+/// upstream's own final event.
+pub fn record_failure_tokens(usage: &mut UsageRecorder, failure: &Failure) {
+    match failure.spent.as_deref() {
+        Some(spent) => usage.spent(spent, "a failed call"),
+        None => record_final_event_tokens(usage, failure),
+    }
+}
+
 /// Records the tokens of the upstream's own final event of a failed call (a `response.failed`
 /// carrying the usage the upstream bills for the work done before the failure), if it has any.
-pub fn record_final_event_tokens(usage: &mut UsageRecorder, failure: &Failure) {
+fn record_final_event_tokens(usage: &mut UsageRecorder, failure: &Failure) {
     let Some(event) = failure.final_event.as_deref() else {
         return;
     };

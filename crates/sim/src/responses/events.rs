@@ -2,7 +2,7 @@
 //! the image call (`output_item.added`, `image_generation_call.in_progress`, `.generating`,
 //! `.partial_image` x N, `.completed`, `output_item.done`), the message item events, `response.completed`.
 
-use imagegate_codec::wire::responses::{PartialImagePayload, ResponseError};
+use imagegate_codec::wire::responses::{PartialImagePayload, ResponseError, ToolUsage};
 use imagegate_codec::wire::{
     ImageGenerationCall, OutputItem, ResponseEvent, ResponseEventSequencer, ResponseStatus,
     ResponseStreamEvent,
@@ -49,23 +49,10 @@ pub fn finish(
     let mut message_index = 0;
     if let Some(outcome) = outcome {
         message_index = 1;
-        let item_id = plan.image_call_id.clone();
-        for (partial_image_index, partial) in (0u32..).zip(outcome.partials.first().into_iter().flatten()) {
-            let payload = PartialImagePayload {
-                output_index: 0,
-                item_id: item_id.clone(),
-                partial_image_index,
-                partial_image_b64: partial.b64.to_string(),
-                size: Some(outcome.size.to_string()),
-                quality: Some(outcome.quality.as_str().to_owned()),
-                background: Some(outcome.background.as_str().to_owned()),
-                output_format: Some(outcome.output_format.as_str().to_owned()),
-            };
-            events.push(sequencer.number(ResponseEvent::ImageGenerationCallPartialImage(payload)));
-        }
+        events = partial_images(plan, outcome, sequencer);
         events.push(sequencer.number(ResponseEvent::ImageGenerationCallCompleted {
             output_index: 0,
-            item_id,
+            item_id: plan.image_call_id.clone(),
         }));
         let item = OutputItem::ImageGenerationCall(plan.image_call(outcome));
         events.push(sequencer.number(ResponseEvent::OutputItemDone {
@@ -119,17 +106,68 @@ pub fn finish(
     events
 }
 
-/// `response.failed` for a call that broke after the stream started.
+/// The partial images of the image call.
+fn partial_images(
+    plan: &ResponsesPlan,
+    outcome: &ImageOutcome,
+    sequencer: &mut ResponseEventSequencer,
+) -> Vec<ResponseStreamEvent> {
+    let partials = outcome.partials.first().into_iter().flatten();
+    (0u32..)
+        .zip(partials)
+        .map(|(partial_image_index, partial)| {
+            let payload = PartialImagePayload {
+                output_index: 0,
+                item_id: plan.image_call_id.clone(),
+                partial_image_index,
+                partial_image_b64: partial.b64.to_string(),
+                size: Some(outcome.size.to_string()),
+                quality: Some(outcome.quality.as_str().to_owned()),
+                background: Some(outcome.background.as_str().to_owned()),
+                output_format: Some(outcome.output_format.as_str().to_owned()),
+            };
+            sequencer.number(ResponseEvent::ImageGenerationCallPartialImage(payload))
+        })
+        .collect()
+}
+
+/// The partial images of a finished image, then `response.failed` refusing it
+/// (`image_content_policy_violation`): the envelope bills the image's tokens all the same.
+pub fn refused_after_image(
+    plan: &ResponsesPlan,
+    outcome: &ImageOutcome,
+    sequencer: &mut ResponseEventSequencer,
+) -> Vec<ResponseStreamEvent> {
+    let mut events = partial_images(plan, outcome, sequencer);
+    let message = "The generated image was rejected by the safety system.";
+    let billed = plan.image_usage.then_some(ToolUsage {
+        image_gen: Some(outcome.usage),
+    });
+    events.push(failed(
+        plan,
+        "image_content_policy_violation",
+        message,
+        billed,
+        sequencer,
+    ));
+    events
+}
+
+/// `response.failed` for a call that broke after the stream started, billing `image_usage` for the
+/// image tool when it ran.
 pub fn failed(
     plan: &ResponsesPlan,
     code: &str,
     message: &str,
+    image_usage: Option<ToolUsage>,
     sequencer: &mut ResponseEventSequencer,
 ) -> ResponseStreamEvent {
     let mut envelope = plan.envelope.clone();
     envelope.status = ResponseStatus::Failed;
-    // The main model read the input and called the tool before the failure: billed.
+    // The main model read the input and called the tool before the failure: billed, with the
+    // image tool's tokens when it ran.
     envelope.usage = Some(plan.main_usage());
+    envelope.tool_usage = image_usage;
     envelope.error = Some(ResponseError {
         code: code.to_owned(),
         message: message.to_owned(),

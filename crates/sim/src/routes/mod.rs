@@ -72,6 +72,11 @@ impl RequestContext {
         self.fault.is_some_and(|f| f.kind == FaultKind::NoUsage)
     }
 
+    /// Whether a Responses stream's finished image must be refused (`refused_after_image`).
+    pub fn refused_after_image(&self) -> bool {
+        self.fault.is_some_and(|f| f.kind == FaultKind::RefusedAfterImage)
+    }
+
     /// Whether an Images answer must hold one image whatever `n` asked for (`one_image`).
     pub fn one_image(&self) -> bool {
         self.fault.is_some_and(|f| f.kind == FaultKind::OneImage)

@@ -115,9 +115,10 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
         .collect();
     let deadline = context.start + context.latency;
     let stall = context.mid_stream_stall();
+    let refused = context.refused_after_image();
     if let Some(retry_after) = context.in_stream_rate_limit() {
         let message = format!("Rate limit reached for image generation. Please try again in {retry_after}s.");
-        let failed = events::failed(&plan, "rate_limit_exceeded", &message, &mut sequencer);
+        let failed = events::failed(&plan, "rate_limit_exceeded", &message, None, &mut sequencer);
         let frames = prelude.into_iter().chain(std::iter::once(failed.to_sse()));
         return sse_response(stream::iter(frames.map(Ok)).boxed());
     }
@@ -127,6 +128,13 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
         }
         let (frames, image_frames) = match &plan.job {
             Some(job) => match state.simulator().generate(job).await {
+                Ok(outcome) if refused => {
+                    let image_frames = outcome.partials.first().map_or(0, Vec::len);
+                    (
+                        events::refused_after_image(&plan, &outcome, &mut sequencer),
+                        image_frames,
+                    )
+                }
                 Ok(outcome) => {
                     let image_frames = outcome.partials.first().map_or(0, Vec::len) + 1;
                     (
@@ -135,7 +143,8 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
                     )
                 }
                 Err(error) => {
-                    let failed = events::failed(&plan, "server_error", &error.to_string(), &mut sequencer);
+                    let message = error.to_string();
+                    let failed = events::failed(&plan, "server_error", &message, None, &mut sequencer);
                     (vec![failed], 0)
                 }
             },

@@ -198,42 +198,48 @@ pub(crate) fn step(event: &SseEvent, image_in_hand: bool) -> Step {
             None => Step::Ignore,
         },
         "response.completed" => {
-            let response = event.response;
-            let (usage, image) = match response {
+            let (usage, image) = match event.response {
                 Some(response) => {
-                    let usage = response.tool_usage.and_then(|t| t.image_gen).unwrap_or_default();
                     let image = match image_in_hand {
                         true => None,
                         false => response.output.into_iter().find_map(Item::into_final),
                     };
-                    (usage, image)
+                    (image_tokens(response.tool_usage), image)
                 }
                 None => (Usage::default(), None),
             };
-            Step::Completed {
-                usage: with_total(usage),
-                image,
-            }
+            Step::Completed { usage, image }
         }
         "response.failed" => {
-            let error = event.response.and_then(|r| r.error);
-            Step::Failed(match error {
+            let (error, billed) = match event.response {
+                Some(response) => (response.error, image_tokens(response.tool_usage)),
+                None => (None, Usage::default()),
+            };
+            let failure = match error {
                 Some(error) => classify_error_object(None, &error, &HeaderMap::new(), now_unix_ms()),
                 None => Failure::transient("the upstream response failed without an error"),
-            })
+            };
+            Step::Failed(failure.with_spent(0, billed))
         }
         "response.incomplete" => {
-            let reason = event
-                .response
-                .and_then(|r| r.incomplete_details)
+            let (details, billed) = match event.response {
+                Some(response) => (response.incomplete_details, image_tokens(response.tool_usage)),
+                None => (None, Usage::default()),
+            };
+            let reason = details
                 .and_then(|d| d.get("reason").and_then(Value::as_str).map(str::to_owned))
                 .unwrap_or_else(|| "unknown".to_owned());
-            Step::Failed(Failure::transient(format!(
-                "the upstream response is incomplete ({reason})"
-            )))
+            let failure = Failure::transient(format!("the upstream response is incomplete ({reason})"));
+            Step::Failed(failure.with_spent(0, billed))
         }
         _ => Step::Ignore,
     }
+}
+
+/// The image tool's tokens of a response that ended (none where it reports none): what the image
+/// cost, or, for a response that failed or stopped short, what the account was billed for no image.
+fn image_tokens(tool_usage: Option<ToolUsage>) -> Usage {
+    with_total(tool_usage.and_then(|t| t.image_gen).unwrap_or_default())
 }
 
 /// `total_tokens` filled in when the upstream left it out.

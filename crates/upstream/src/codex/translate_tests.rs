@@ -319,3 +319,44 @@ fn image_data_is_borrowed_from_the_event_until_it_is_kept() {
     let result = event.item.and_then(|item| item.result);
     assert!(matches!(result, Some(Cow::Borrowed("RklOQUw="))), "{result:?}");
 }
+
+#[test]
+fn a_response_that_failed_or_stopped_short_keeps_the_image_tokens_it_billed() {
+    let billed = json!({"image_gen": {"input_tokens": 40, "output_tokens": 1056,
+        "output_tokens_details": {"image_tokens": 1056}}});
+    let refused = step(&ev(json!({"type": "response.failed", "response": {
+        "error": {"code": "image_content_policy_violation", "message": "Rejected."},
+        "tool_usage": billed}})));
+    let Step::Failed(failure) = refused else {
+        panic!("expected a failure")
+    };
+    assert_eq!(failure.kind, FailureKind::Refused);
+    let spent = failure.spent.expect("the billed tokens are kept");
+    assert_eq!(spent.images, 0, "no image came of the call");
+    assert_eq!(
+        (
+            spent.usage.input_tokens,
+            spent.usage.output_tokens,
+            spent.usage.total_tokens
+        ),
+        (40, 1056, 1096),
+        "the total is filled in when the upstream leaves it out"
+    );
+    assert_eq!(spent.usage.output_tokens_details.image_tokens, 1056);
+
+    let incomplete = step(&ev(json!({"type": "response.incomplete", "response": {
+        "incomplete_details": {"reason": "max_output_tokens"}, "tool_usage": billed}})));
+    let Step::Failed(failure) = incomplete else {
+        panic!("expected a failure")
+    };
+    assert_eq!(failure.spent.map(|s| s.usage.output_tokens), Some(1056));
+
+    // Nothing billed, nothing noted.
+    let unbilled = step(&ev(json!({"type": "response.failed", "response": {
+        "error": {"code": "server_error", "message": "Boom."},
+        "tool_usage": {"image_gen": {"input_tokens": 0, "output_tokens": 0}}}})));
+    let Step::Failed(failure) = unbilled else {
+        panic!("expected a failure")
+    };
+    assert_eq!(failure.spent, None);
+}

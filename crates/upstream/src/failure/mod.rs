@@ -98,8 +98,9 @@ pub struct Failure {
     pub spent: Option<Box<Spent>>,
 }
 
-/// Images an upstream finished before the call failed, and their usage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Images an upstream finished before the call failed, and the tokens it billed for them and for
+/// the failed call itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Spent {
     /// How many images were finished.
     pub images: u32,
@@ -162,11 +163,17 @@ impl Failure {
         self
     }
 
-    /// Notes what the account made before it failed (nothing is noted for no image).
+    /// Adds to what the failure says the account spent: images it made before the failure, or
+    /// tokens the failed call reports for no image. Nothing is noted for no image and no token.
     #[must_use]
     pub fn with_spent(mut self, images: u32, usage: Usage) -> Self {
-        if images > 0 {
-            self.spent = Some(Box::new(Spent { images, usage }));
+        let before = self.spent.take().map(|spent| *spent).unwrap_or_default();
+        let spent = Spent {
+            images: before.images.saturating_add(images),
+            usage: before.usage.saturating_add(usage),
+        };
+        if spent.images > 0 || spent.usage != Usage::default() {
+            self.spent = Some(Box::new(spent));
         }
         self
     }
