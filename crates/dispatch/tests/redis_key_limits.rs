@@ -232,6 +232,33 @@ async fn a_crashed_replicas_permit_expires_after_its_ttl() {
 }
 
 #[tokio::test]
+async fn a_shorter_permit_on_another_replica_keeps_the_longer_permit_alive() {
+    let prefix = TestPrefix::new();
+    let clock = Arc::new(ManualClock::new(UnixMillis(1_000_000)));
+    let with_ttl = |ttl: Duration| {
+        Arc::new(
+            RedisKeyLimiter::new(&prefix.config())
+                .unwrap()
+                .with_permit_ttl(ttl),
+        )
+    };
+    // A replica with long permits (large images) and one with short ones (a configuration
+    // being rolled out) share the key.
+    let long = KeyGate::new(with_ttl(Duration::from_secs(900)), clock.clone());
+    let short = KeyGate::new(with_ttl(Duration::from_secs(10)), clock.clone());
+    let _held = long.admit("k", concurrency(2)).await.unwrap();
+    let _brief = short.admit("k", concurrency(2)).await.unwrap();
+    let ttl_ms: i64 = redis::cmd("PTTL")
+        .arg(format!("{}key:k:inflight", prefix.prefix))
+        .query(&mut redis_support::sync_connection())
+        .unwrap();
+    assert!(
+        ttl_ms >= 900_000,
+        "the set must outlive the 900 s permit in it, else Redis drops it and the key over-admits: {ttl_ms} ms"
+    );
+}
+
+#[tokio::test]
 async fn an_unreachable_redis_is_a_backend_error() {
     let config = RedisConfig {
         connect_timeout: Duration::from_millis(300),

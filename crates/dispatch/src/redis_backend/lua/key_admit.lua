@@ -44,6 +44,10 @@ if rate >= 0 then
 end
 if concurrency >= 0 then
   redis.call('ZADD', KEYS[1], expires, token)
-  redis.call('PEXPIRE', KEYS[1], math.max(tonumber(expires) - now, 0) + grace)
+  -- The set lives as long as its furthest permit: another replica's may outlive this one
+  -- (a longer timeout for large images, a configuration being rolled out).
+  local furthest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  local until_ms = tonumber(furthest[2] or expires)
+  redis.call('PEXPIRE', KEYS[1], math.max(until_ms - now, 0) + grace)
 end
 return {'ok', token}
