@@ -13,7 +13,7 @@ use crate::degradation::Degradation;
 use crate::error::StateError;
 use crate::memory::MemoryPoolState;
 use crate::outcome::{CooldownPolicy, Outcome};
-use crate::state::{Acquire, AcquireRequest, LeaseId, PoolState, StateSnapshot};
+use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
 
 /// Bit set in the ids of leases taken from the local state (the primary's ids must not use it;
 /// Redis lease ids are positive 64-bit signed counters, so they never do).
@@ -278,6 +278,29 @@ impl PoolState for FallbackPoolState {
             Ok(renewed) => {
                 self.primary_answered().await;
                 Ok(renewed)
+            }
+            Err(error) => {
+                self.degradation.degrade(Some(now), error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    async fn reinstate(
+        &self,
+        grant: &LeaseGrant,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError> {
+        // A local lease never leaves the local state while it is renewed; the shadow of a
+        // primary's lease is renewed with it, whether or not the primary answers.
+        if is_local(grant.id) {
+            return Ok(None);
+        }
+        match self.primary.reinstate(grant, ttl, now).await {
+            Ok(reinstated) => {
+                self.primary_answered().await;
+                Ok(reinstated)
             }
             Err(error) => {
                 self.degradation.degrade(Some(now), error.clone());

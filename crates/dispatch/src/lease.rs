@@ -53,9 +53,14 @@ pub struct Lease {
 impl Lease {
     pub(crate) fn new(grant: LeaseGrant, context: Arc<LeaseContext>) -> Self {
         let expires_at = Arc::new(AtomicU64::new(grant.expires_at.0));
-        let renewal = context
-            .renew_interval
-            .and_then(|every| spawn_renewal(grant.id, Arc::clone(&context), every, Arc::clone(&expires_at)));
+        let renewal = context.renew_interval.and_then(|every| {
+            spawn_renewal(
+                grant.clone(),
+                Arc::clone(&context),
+                every,
+                Arc::clone(&expires_at),
+            )
+        });
         Self {
             grant,
             expires_at,
@@ -110,11 +115,13 @@ impl Lease {
     }
 }
 
-/// Renews lease `id` every `every` until it is gone (released or expired) or the task is aborted.
-/// A failing backend is retried at the next tick: the slot is kept if it comes back within the
-/// TTL (a [`crate::FallbackPoolState`] meanwhile turns degraded and serves new leases locally).
+/// Renews lease `grant` every `every` until the task is aborted (the lease dropped). A failing
+/// backend is retried at the next tick (a [`crate::FallbackPoolState`] meanwhile turns degraded
+/// and serves new leases locally). The holder is at work as long as this runs, so a lease the
+/// state let go meanwhile (expired while it could not be reached, lost by a restarted Redis) is
+/// taken again ([`PoolState::reinstate`]); the task ends where the backend takes none back.
 fn spawn_renewal(
-    id: LeaseId,
+    grant: LeaseGrant,
     context: Arc<LeaseContext>,
     every: Duration,
     expires_at: Arc<AtomicU64>,
@@ -126,7 +133,11 @@ fn spawn_renewal(
         loop {
             tick.tick().await;
             let now = context.clock.now();
-            match context.state.renew(id, context.ttl, now).await {
+            let renewed = match context.state.renew(grant.id, context.ttl, now).await {
+                Ok(None) => context.state.reinstate(&grant, context.ttl, now).await,
+                other => other,
+            };
+            match renewed {
                 Ok(Some(until)) => expires_at.store(until.0, Ordering::SeqCst),
                 Ok(None) => return,
                 Err(_) => {}

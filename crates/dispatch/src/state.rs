@@ -103,6 +103,22 @@ pub trait PoolState: Send + Sync + fmt::Debug {
         now: UnixMillis,
     ) -> Result<Option<UnixMillis>, StateError>;
 
+    /// Takes the slot of `grant` again, at `now + ttl`, for a holder still at work whose lease the
+    /// state let go: it expired while the state could not be reached to renew it, or a restarted
+    /// Redis lost it. Over the account's limit if need be: the request is running, and the
+    /// account must count it or other requests (other replicas') are sent to it on top.
+    /// `None` when the backend takes no such slot back: the default, for a state whose leases only
+    /// expire when their holder stopped renewing them (an in-process one).
+    async fn reinstate(
+        &self,
+        grant: &LeaseGrant,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError> {
+        let _ = (grant, ttl, now);
+        Ok(None)
+    }
+
     /// Applies the outcome rules to `account`.
     async fn record_outcome(
         &self,

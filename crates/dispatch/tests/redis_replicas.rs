@@ -160,6 +160,64 @@ async fn a_crashed_replicas_lease_frees_after_its_ttl() {
     assert_eq!(lease.account().as_str(), "solo");
 }
 
+/// Waits up to 5 s for `pool`'s account to count `large` large requests in flight.
+async fn in_flight_large(pool: &imagegate_dispatch::Dispatcher, large: u32) {
+    for _ in 0..100 {
+        if pool.snapshot().await.unwrap().accounts[0].in_flight.large == large {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the account never counted {large} large request(s) in flight");
+}
+
+#[tokio::test]
+async fn a_lease_redis_lost_while_its_request_runs_is_taken_again_by_its_renewal() {
+    let prefix = TestPrefix::new();
+    lost_lease_is_taken_again(&prefix, prefix.state()).await;
+}
+
+#[tokio::test]
+async fn a_lease_redis_lost_is_taken_again_through_the_fallback_state_too() {
+    let prefix = TestPrefix::new();
+    let fallback = FallbackPoolState::new(prefix.state(), CooldownPolicy::default(), Duration::from_secs(5));
+    lost_lease_is_taken_again(&prefix, Arc::new(fallback)).await;
+}
+
+/// A request holding the only large slot of an account through `holder_state` (whose leases
+/// renew every 50 ms) while Redis loses every key under `prefix`.
+async fn lost_lease_is_taken_again(prefix: &TestPrefix, holder_state: Arc<dyn PoolState>) {
+    let clock = clock();
+    let specs = [AccountSpec::new("solo", Tier::Pro, &["g"])];
+    let renewing = imagegate_dispatch::DispatchConfig {
+        renew_interval: Some(Duration::from_millis(50)),
+        ..no_wait()
+    };
+    let holder = imagegate_dispatch::Dispatcher::new(holder_state, clock.clone(), renewing);
+    holder.replace_accounts(specs.to_vec());
+    let other = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let running = holder.acquire(&image(SizeClass::Large)).await.unwrap();
+    // Redis restarts empty (or the lease expired while it could not be reached).
+    let mut redis = redis_support::sync_connection();
+    for key in prefix.keys() {
+        let _: () = redis::cmd("DEL").arg(&key).query(&mut redis).unwrap();
+    }
+    // The request still runs on the account: its renewal takes the slot again, so the other
+    // replica does not send a second large request to it.
+    in_flight_large(&other, 1).await;
+    assert!(
+        matches!(
+            other.acquire(&image(SizeClass::Large)).await,
+            Err(PoolError::AllBusy { .. })
+        ),
+        "the account's only large slot is the running request's"
+    );
+    drop(running);
+    in_flight_large(&other, 0).await;
+    let next = other.acquire(&image(SizeClass::Large)).await.unwrap();
+    assert_eq!(next.account().as_str(), "solo");
+}
+
 #[tokio::test]
 async fn an_unreachable_redis_is_a_backend_error_and_the_fallback_takes_over() {
     let config = RedisConfig {

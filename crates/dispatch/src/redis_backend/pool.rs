@@ -22,7 +22,7 @@ use crate::clock::UnixMillis;
 use crate::error::StateError;
 use crate::outcome::{AccountHealth, CooldownPolicy, Outcome};
 use crate::select::{AccountRuntime, ClassCounts};
-use crate::state::{Acquire, AcquireRequest, LeaseId, PoolState, StateSnapshot};
+use crate::state::{Acquire, AcquireRequest, LeaseGrant, LeaseId, PoolState, StateSnapshot};
 
 static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/renew.lua")));
 static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/snapshot.lua")));
@@ -182,6 +182,30 @@ impl PoolState for RedisPoolState {
             self.lease_sets().remove(&lease);
             Ok(None)
         }
+    }
+
+    async fn reinstate(
+        &self,
+        grant: &LeaseGrant,
+        ttl: Duration,
+        now: UnixMillis,
+    ) -> Result<Option<UnixMillis>, StateError> {
+        let set = self.keys.leases(&grant.account, grant.class);
+        // Known before the slot is taken: a holder dropping its lease while this runs queues the
+        // release after it (one connection keeps the order), rather than leaving it to expire.
+        self.lease_sets().insert(grant.id, set.clone());
+        let expires_at = now.plus(ttl);
+        let mut connection = self.connection.clone();
+        redis::pipe()
+            .atomic()
+            .zadd(&set, grant.id.0, expires_at.0)
+            .ignore()
+            .sadd(self.keys.accounts(), grant.account.as_str())
+            .ignore()
+            .query_async::<()>(&mut connection)
+            .await
+            .map_err(|e| backend("reinstate", &e))?;
+        Ok(Some(expires_at))
     }
 
     async fn record_outcome(
