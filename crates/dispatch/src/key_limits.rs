@@ -115,6 +115,36 @@ struct KeyUsage {
     recent_starts: VecDeque<UnixMillis>,
 }
 
+impl Counters {
+    /// Every [`SWEEP_EVERY`] admissions, forgets the keys whose window emptied and that hold
+    /// nothing.
+    fn sweep_now_and_then(&mut self, now: UnixMillis) {
+        self.admissions = self.admissions.wrapping_add(1);
+        if self.admissions.is_multiple_of(SWEEP_EVERY) {
+            self.keys.retain(|_, usage| {
+                !usage.in_flight.is_empty()
+                    || usage
+                        .recent_starts
+                        .back()
+                        .is_some_and(|&last| last.plus(RATE_WINDOW) > now)
+            });
+        }
+    }
+}
+
+impl KeyUsage {
+    /// Drops the starts that left the window by `now`.
+    fn forget_starts_before(&mut self, now: UnixMillis) {
+        while self
+            .recent_starts
+            .front()
+            .is_some_and(|&start| start.plus(RATE_WINDOW) <= now)
+        {
+            self.recent_starts.pop_front();
+        }
+    }
+}
+
 impl MemoryKeyLimiter {
     /// A limiter suggesting `concurrency_retry_after` when a key is at its concurrency limit.
     #[must_use]
@@ -127,6 +157,28 @@ impl MemoryKeyLimiter {
 
     fn lock(&self) -> MutexGuard<'_, Counters> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts one request of `key` admitted elsewhere (a shared limiter), whatever the limits
+    /// say: its start in the window, and its concurrency slot, whose token is returned for
+    /// [`KeyLimiter::release_detached`].
+    pub(crate) fn count_admitted(&self, key: &str, limits: KeyLimits, now: UnixMillis) -> Option<u64> {
+        let mut counters = self.lock();
+        counters.sweep_now_and_then(now);
+        let token = counters.next_token;
+        let usage = counters.keys.entry(key.to_owned()).or_default();
+        usage.forget_starts_before(now);
+        if limits.requests_per_minute.is_some() {
+            usage.recent_starts.push_back(now);
+        }
+        let token = limits.max_concurrency.map(|_| {
+            usage.in_flight.insert(token);
+            token
+        });
+        if token.is_some() {
+            counters.next_token = counters.next_token.wrapping_add(1);
+        }
+        token
     }
 }
 
@@ -145,25 +197,10 @@ impl KeyLimiter for MemoryKeyLimiter {
         now: UnixMillis,
     ) -> Result<KeyAdmission, KeyLimitError> {
         let mut counters = self.lock();
-        counters.admissions = counters.admissions.wrapping_add(1);
-        if counters.admissions.is_multiple_of(SWEEP_EVERY) {
-            counters.keys.retain(|_, usage| {
-                !usage.in_flight.is_empty()
-                    || usage
-                        .recent_starts
-                        .back()
-                        .is_some_and(|&last| last.plus(RATE_WINDOW) > now)
-            });
-        }
+        counters.sweep_now_and_then(now);
         let token = counters.next_token;
         let usage = counters.keys.entry(key.to_owned()).or_default();
-        while usage
-            .recent_starts
-            .front()
-            .is_some_and(|&start| start.plus(RATE_WINDOW) <= now)
-        {
-            usage.recent_starts.pop_front();
-        }
+        usage.forget_starts_before(now);
         if let Some(limit) = limits.max_concurrency
             && usage.in_flight.len() >= limit as usize
         {

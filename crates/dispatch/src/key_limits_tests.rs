@@ -132,3 +132,32 @@ async fn idle_keys_are_swept() {
     assert_eq!(keys, vec!["busy".to_owned()]);
     drop(held);
 }
+
+#[test]
+fn requests_counted_for_a_shared_limiter_leave_the_window_and_the_map() {
+    let limiter = MemoryKeyLimiter::default();
+    let limits = KeyLimits {
+        max_concurrency: None,
+        requests_per_minute: Some(10),
+    };
+    // A busy key, counted only (a shared limiter admits it), never asked locally: its starts
+    // must not pile up.
+    let mut now = UnixMillis(1_000_000);
+    for _ in 0..600 {
+        assert_eq!(limiter.count_admitted("busy", limits, now), None);
+        now = now.plus(Duration::from_secs(1));
+    }
+    let kept = limiter
+        .lock()
+        .keys
+        .get("busy")
+        .map(|usage| usage.recent_starts.len());
+    assert_eq!(kept, Some(60), "only the last minute's starts are kept");
+    // Keys that went quiet are forgotten by the periodic sweep.
+    limiter.count_admitted("quiet", limits, now);
+    now = now.plus(RATE_WINDOW);
+    for _ in 0..SWEEP_EVERY {
+        limiter.count_admitted("busy", limits, now);
+    }
+    assert!(!limiter.lock().keys.contains_key("quiet"));
+}
