@@ -66,29 +66,22 @@ impl AccountDirectory {
                 .collect()
         };
         // An operator who switches an account back on (after fixing its credential, say) wants it
-        // used again: forget what the pool learned about it while it was failing.
-        let reactivated: Vec<imagegate_store::AccountId> = {
-            let entries = self.entries.read();
-            stale
-                .iter()
-                .filter(|a| a.status == AccountStatus::Active)
-                .filter(|a| {
-                    entries
-                        .get(&a.id.0)
-                        .is_some_and(|e| e.status != AccountStatus::Active)
-                })
-                .map(|a| a.id)
-                .collect()
-        };
-        // Accounts this process sees for the first time (it just started) that the store has
-        // active: a failure the pool holds against one (kept in Redis across restarts) from before
-        // the row last changed was cleared by the operator while this process was not watching.
-        let first_seen_active: Vec<&Account> = {
+        // used again: forget what the pool learned about it while it was failing. So for accounts
+        // this process sees for the first time (it just started) that the store has active: the
+        // operator may have done it while this process was not watching. Only failures from before
+        // the row changed: one learnt since (another replica saw the account fail again after the
+        // operator's change, before this one noticed the change) stands.
+        let switched_on: Vec<&Account> = {
             let entries = self.entries.read();
             stale
                 .iter()
                 .copied()
-                .filter(|a| a.status == AccountStatus::Active && !entries.contains_key(&a.id.0))
+                .filter(|a| a.status == AccountStatus::Active)
+                .filter(|a| {
+                    entries
+                        .get(&a.id.0)
+                        .is_none_or(|e| e.status != AccountStatus::Active)
+                })
                 .collect()
         };
         let mut fresh = Vec::with_capacity(stale.len());
@@ -117,8 +110,7 @@ impl AccountDirectory {
         };
         let count = specs.len();
         self.dispatcher.replace_accounts(specs);
-        let outdated_failures = self.failures_older_than_their_rows(&first_seen_active).await;
-        for id in reactivated.into_iter().chain(outdated_failures) {
+        for id in self.failures_older_than_their_rows(&switched_on).await {
             if let Err(err) = self.dispatcher.clear_health(&dispatch_id(id)).await {
                 tracing::warn!(error = %err, "could not reset the health of a reactivated account");
             }
@@ -215,3 +207,7 @@ fn spec_of(account: &Account, usable: bool) -> AccountSpec {
         active: usable && account.status == AccountStatus::Active,
     }
 }
+
+#[cfg(test)]
+#[path = "accounts_tests.rs"]
+mod tests;
