@@ -66,23 +66,24 @@ impl AccountDirectory {
                 .collect()
         };
         // An operator who switches an account back on (after fixing its credential, say) wants it
-        // used again: forget what the pool learned about it while it was failing. So for accounts
-        // this process sees for the first time (it just started) that the store has active: the
-        // operator may have done it while this process was not watching. Only failures from before
-        // the row changed: one learnt since (another replica saw the account fail again after the
-        // operator's change, before this one noticed the change) stands.
-        let switched_on: Vec<&Account> = {
+        // used again: forget what the pool learned about it while it was failing (error, disabled,
+        // cooldowns). So for the failures held against an active account this process sees for the
+        // first time (it just started): the operator may have switched it back on while this
+        // process was not watching. Only what was learnt before the row changed: a failure learnt
+        // since (another replica saw the account fail again after the operator's change, before
+        // this one noticed the change) stands.
+        let (reactivated, first_seen): (Vec<&Account>, Vec<&Account>) = {
             let entries = self.entries.read();
-            stale
+            let active = stale
                 .iter()
                 .copied()
-                .filter(|a| a.status == AccountStatus::Active)
-                .filter(|a| {
-                    entries
-                        .get(&a.id.0)
-                        .is_none_or(|e| e.status != AccountStatus::Active)
-                })
-                .collect()
+                .filter(|a| a.status == AccountStatus::Active);
+            let switched_on = active.filter(|a| {
+                entries
+                    .get(&a.id.0)
+                    .is_none_or(|e| e.status != AccountStatus::Active)
+            });
+            switched_on.partition(|a| entries.contains_key(&a.id.0))
         };
         let mut fresh = Vec::with_capacity(stale.len());
         for account in stale {
@@ -110,7 +111,12 @@ impl AccountDirectory {
         };
         let count = specs.len();
         self.dispatcher.replace_accounts(specs);
-        for id in self.failures_older_than_their_rows(&switched_on).await {
+        let outdated = [
+            self.learnt_before_their_rows(&reactivated, Learnt::FailuresAndCooldowns)
+                .await,
+            self.learnt_before_their_rows(&first_seen, Learnt::Failures).await,
+        ];
+        for id in outdated.into_iter().flatten() {
             if let Err(err) = self.dispatcher.clear_health(&dispatch_id(id)).await {
                 tracing::warn!(error = %err, "could not reset the health of a reactivated account");
             }
@@ -118,9 +124,13 @@ impl AccountDirectory {
         Ok(count)
     }
 
-    /// Those of `accounts` the pool holds as failed (error or disabled) since before their row
-    /// last changed.
-    async fn failures_older_than_their_rows(&self, accounts: &[&Account]) -> Vec<imagegate_store::AccountId> {
+    /// Those of `accounts` against which the pool holds what it learnt (`what`) only before their
+    /// row last changed.
+    async fn learnt_before_their_rows(
+        &self,
+        accounts: &[&Account],
+        what: Learnt,
+    ) -> Vec<imagegate_store::AccountId> {
         if accounts.is_empty() {
             return Vec::new();
         }
@@ -135,7 +145,10 @@ impl AccountDirectory {
         snapshot
             .accounts
             .iter()
-            .filter(|health| health.status != imagegate_dispatch::AccountStatus::Ok)
+            .filter(|health| {
+                health.status != imagegate_dispatch::AccountStatus::Ok
+                    || (what == Learnt::FailuresAndCooldowns && !health.cooldowns.is_empty())
+            })
             .filter_map(|health| {
                 let row = rows.get(health.id.as_str())?;
                 let failed_at = health.last_error.as_ref().map_or(0, |e| e.at.0);
@@ -183,6 +196,15 @@ impl AccountDirectory {
             main_models,
         })))
     }
+}
+
+/// What a change of an account's row makes the pool forget, when learnt before it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Learnt {
+    /// A refused credential (error) or repeated 403s (disabled).
+    Failures,
+    /// Those, and cooldowns.
+    FailuresAndCooldowns,
 }
 
 fn spec_of(account: &Account, usable: bool) -> AccountSpec {

@@ -108,3 +108,65 @@ async fn a_failure_learnt_after_the_switch_back_on_stands() {
         "a failure from after the operator's change is not the one the operator fixed"
     );
 }
+
+async fn limited(directory: &AccountDirectory, id: &imagegate_dispatch::AccountId) {
+    let outcome = Outcome::RateLimited {
+        reset_at: None,
+        scope: imagegate_dispatch::LimitScope::All,
+    };
+    directory.dispatcher.record_outcome(id, &outcome).await.unwrap();
+}
+
+async fn cooling(directory: &AccountDirectory, id: &imagegate_dispatch::AccountId) -> bool {
+    let snapshot = directory.dispatcher.snapshot().await.unwrap();
+    let account = snapshot.accounts.iter().find(|a| &a.id == id).unwrap();
+    !account.cooldowns.is_empty()
+}
+
+#[tokio::test]
+async fn switched_back_on_an_account_forgets_its_old_cooldown_but_not_a_new_one() {
+    let (directory, id, store, _dir) = directory().await;
+    let row = imagegate_store::AccountId(id.as_str().parse().unwrap());
+    limited(&directory, &id).await;
+    set_status(&store, row, AccountStatus::Disabled).await;
+    directory.refresh().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    set_status(&store, row, AccountStatus::Active).await;
+    directory.refresh().await.unwrap();
+    assert!(
+        !cooling(&directory, &id).await,
+        "the cooldown from before the switch is forgotten"
+    );
+
+    set_status(&store, row, AccountStatus::Disabled).await;
+    directory.refresh().await.unwrap();
+    set_status(&store, row, AccountStatus::Active).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    limited(&directory, &id).await;
+    directory.refresh().await.unwrap();
+    assert!(
+        cooling(&directory, &id).await,
+        "a cooldown learnt after the switch stands"
+    );
+}
+
+#[tokio::test]
+async fn a_process_starting_keeps_the_cooldowns_the_pool_holds() {
+    // A shared pool state (Redis) keeps what other replicas learnt across this one's restart.
+    let (directory, id, store, _dir) = directory().await;
+    let row = imagegate_store::AccountId(id.as_str().parse().unwrap());
+    limited(&directory, &id).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    // The operator edits the row (not switching it on: it was on).
+    let update = AccountUpdate {
+        priority: Some(3),
+        ..AccountUpdate::default()
+    };
+    store.update_account(row, update).await.unwrap();
+    let restarted = AccountDirectory::new(Arc::clone(&store), Arc::clone(&directory.dispatcher));
+    restarted.refresh().await.unwrap();
+    assert!(
+        cooling(&restarted, &id).await,
+        "an edit is no fix of a rate limit"
+    );
+}
