@@ -841,6 +841,54 @@ async fn a_rejected_credential_marks_the_account_failed_and_moves_on() {
 }
 
 #[tokio::test]
+async fn a_credential_refused_after_the_operator_replaced_it_leaves_the_account_serving() {
+    let s = setup_custom(&[], &[("acct-a", &[])], &[]);
+    // The old key is refused, slowly: the operator replaces it while the request is out.
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "401", "delay_ms": 1500}))
+        .await;
+    let request = s.post_json("/images/generations", small_generation()).send();
+    let out = tokio::spawn(request);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    imagegate_e2e::admin_with_stdin(
+        s.dir.path(),
+        &["accounts", "update", "acct-a", "--credential-stdin"],
+        "sk-upstream-acct-a-rotated",
+    );
+    let refused = out.await.unwrap().unwrap();
+    assert_ne!(refused.status(), 200, "the old key was refused");
+    let listed = s.accounts();
+    let a = &listed["accounts"][0];
+    assert_eq!(a["status"], "active", "the refusal was the replaced key's: {a}");
+    // Once the gateway has read the new key (within 5 s), the account serves with it.
+    let mut served = false;
+    for _ in 0..40 {
+        let response = s
+            .post_json("/images/generations", small_generation())
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 200 {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        served,
+        "the account never served with its new key: {}",
+        s.accounts()
+    );
+    let stats = s.sim_stats().await;
+    assert!(
+        stats["by_token"]["sk-upstream-acct-a-rotated"]["requests"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "{stats}"
+    );
+}
+
+#[tokio::test]
 async fn a_sigterm_right_after_the_gateway_says_it_is_up_drains_it() {
     let mut s = setup();
     // Each time, the signal follows the "listening" line at once: the gateway must already be

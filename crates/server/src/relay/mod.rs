@@ -82,7 +82,7 @@ pub async fn relay(
             Err(err) => return Err(noted(pool_failure(err, last, earliest_reset), usage)),
         };
         let account = lease.account().clone();
-        let Some(target) = app.accounts.target(&account) else {
+        let Some((target, row_version)) = app.accounts.target_and_row_version(&account) else {
             tried.push(account);
             continue;
         };
@@ -143,7 +143,7 @@ pub async fn relay(
                 // `response.failed` that ended the call says what it billed.
                 stream::record_failure_tokens(usage, &failure);
                 let outcome = outcome_of_try(&failure, request.call, later_try);
-                record(app, &account, &outcome).await;
+                record(app, &account, &outcome, row_version).await;
                 drop(lease);
                 tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,
                     "upstream call failed");
@@ -193,27 +193,34 @@ fn finish_apart(work: impl Future<Output = ()> + Send + 'static) {
     }
 }
 
+/// Records `outcome` of a call to `account` with the credential read from its row as of
+/// `row_version`.
 async fn record(
     app: &AppState,
     account: &imagegate_dispatch::AccountId,
     outcome: &imagegate_dispatch::Outcome,
+    row_version: imagegate_store::Timestamp,
 ) {
-    if let Err(err) = app.dispatcher.record_outcome(account, outcome).await {
-        tracing::error!(error = %err, "could not record an upstream outcome");
-    }
     // A rejected credential needs the operator: keep the verdict in the database too, so it
-    // survives restarts and every replica and the console see it.
+    // survives restarts and every replica and the console see it. Unless the row changed since
+    // the credential was read: an operator (or a refresh) replaced it while the call was out, and
+    // the refusal is not the new credential's, in the database or in the pool.
     if let imagegate_dispatch::Outcome::AuthFailed { reason } = outcome
         && let Ok(id) = account.as_str().parse::<i64>()
     {
-        let status = imagegate_store::AccountStatus::Error;
-        if let Err(err) = app
-            .store
-            .set_account_status(imagegate_store::AccountId(id), status, Some(reason))
-            .await
-        {
-            tracing::error!(error = %err, "could not mark the account as failed");
+        let id = imagegate_store::AccountId(id);
+        match app.store.mark_account_failed(id, reason, row_version).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(account = %account,
+                    "a credential replaced since the call started was refused; the account stays as it is");
+                return;
+            }
+            Err(err) => tracing::error!(error = %err, "could not mark the account as failed"),
         }
+    }
+    if let Err(err) = app.dispatcher.record_outcome(account, outcome).await {
+        tracing::error!(error = %err, "could not record an upstream outcome");
     }
 }
 

@@ -197,6 +197,25 @@ pub(super) async fn set_account_status(
     Ok(())
 }
 
+pub(super) async fn mark_account_failed(
+    pool: &Pool<Db>,
+    id: AccountId,
+    reason: &str,
+    seen: Timestamp,
+) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1 AND updated_at = $5",
+    )
+    .bind(id.0)
+    .bind(AccountStatus::Error.as_str())
+    .bind(reason)
+    .bind(Timestamp::now().unix_ms())
+    .bind(seen.unix_ms())
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub(super) async fn delete_account(pool: &Pool<Db>, id: AccountId) -> StoreResult<()> {
     let done = sqlx::query("DELETE FROM accounts WHERE id = $1")
         .bind(id.0)

@@ -16,8 +16,47 @@ crate::on_every_backend!(
     a_credential_opens_only_in_its_own_account_row,
     resealing_never_writes_over_a_credential_refreshed_meanwhile,
     a_refresh_replaces_only_the_credential_it_refreshed,
-    a_new_base_url_and_its_credential_are_written_together
+    a_new_base_url_and_its_credential_are_written_together,
+    an_account_is_marked_failed_only_if_unchanged_since_its_credential_was_read
 );
+
+async fn an_account_is_marked_failed_only_if_unchanged_since_its_credential_was_read(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let account = store
+        .create_account(NewAccount {
+            credential: Some(Secret::new("sk-revoked-0123456789")),
+            ..NewAccount::new("rotated", AccountKind::Openai)
+        })
+        .await
+        .unwrap();
+    let seen = account.updated_at;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    // The operator replaces the revoked key while a request that used it is still out.
+    let rotate = AccountUpdate {
+        credential: Some(Some(Secret::new("sk-fresh-0123456789"))),
+        ..AccountUpdate::default()
+    };
+    let rotated = store.update_account(account.id, rotate).await.unwrap();
+    assert!(
+        !store
+            .mark_account_failed(account.id, "401 from upstream", seen)
+            .await
+            .unwrap(),
+        "the refusal of the old key is not the new key's"
+    );
+    let kept = store.account(account.id).await.unwrap();
+    assert_eq!((kept.status, kept.status_reason), (AccountStatus::Active, None));
+    // A refusal of the key the row still holds marks it.
+    assert!(
+        store
+            .mark_account_failed(account.id, "401 from upstream", rotated.updated_at)
+            .await
+            .unwrap()
+    );
+    let failed = store.account(account.id).await.unwrap();
+    assert_eq!(failed.status, AccountStatus::Error);
+    assert_eq!(failed.status_reason.as_deref(), Some("401 from upstream"));
+}
 
 async fn a_new_base_url_and_its_credential_are_written_together(db: Arc<TestDb>) {
     let store = db.store.as_ref();
