@@ -46,7 +46,7 @@ pub mod synthetic;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-pub use finding::{Finding, Severity};
+pub use finding::{Finding, MAX_FINDINGS, Omitted, Severity};
 pub use package::PackageLimits;
 pub use rules::Rule;
 
@@ -86,8 +86,10 @@ pub struct FileReport {
     pub source: String,
     /// Line starts of `source`.
     pub lines: LineIndex,
-    /// Findings sorted by location.
+    /// Findings sorted by location: at most [`MAX_FINDINGS`], the most severe first when there were more.
     pub findings: Vec<Finding>,
+    /// The findings left out past [`MAX_FINDINGS`], counted by severity.
+    pub omitted: Omitted,
 }
 
 impl FileReport {
@@ -96,14 +98,15 @@ impl FileReport {
         self.findings.iter().any(|f| f.rule.is_fatal())
     }
 
-    /// How many findings have `severity`.
+    /// How many of the listed findings have `severity` (those left out are in [`FileReport::omitted`]).
     pub fn count(&self, severity: Severity) -> usize {
         self.findings.iter().filter(|f| f.severity == severity).count()
     }
 
-    /// Whether any finding is at or above `threshold`.
+    /// Whether any finding, listed or left out, is at or above `threshold`.
     pub fn fails(&self, threshold: Severity) -> bool {
         self.findings.iter().any(|f| f.severity >= threshold)
+            || self.omitted.worst().is_some_and(|worst| worst >= threshold)
     }
 }
 
@@ -192,8 +195,8 @@ fn read_capped(reader: impl std::io::Read, path: &Path, limit: u64) -> Result<Ve
 pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileReport {
     let source = String::from_utf8_lossy(bytes).into_owned();
     let lines = LineIndex::new(&source);
-    let findings = {
-        let mut sink = Sink::new(&source, &lines);
+    let (findings, omitted) = {
+        let mut sink = Sink::new(&source, &lines, options.strict);
         match parse::parse(bytes) {
             Err(error) => {
                 let rule = match error.kind {
@@ -226,13 +229,14 @@ pub fn check_bytes(file: &str, bytes: &[u8], options: &CheckOptions) -> FileRepo
                 fold::add_schema_findings(&root, &mut sink);
             }
         }
-        sink.finish(options.strict)
+        sink.finish()
     };
     FileReport {
         file: file.to_owned(),
         source,
         lines,
         findings,
+        omitted,
     }
 }
 

@@ -56,6 +56,44 @@ fn errors_exit_1_and_name_the_rule() {
 }
 
 #[test]
+fn paths_that_differ_only_in_spelling_are_duplicates_and_exit_1() {
+    type Edit = fn(&mut Checkout);
+    let pairs: [(&str, &str, Edit); 3] = [
+        ("R-SKILL-DUP-PACKAGE", "\"./packages/pdf-tools.zip\"", |c| {
+            drop(
+                c.skill(1)
+                    .insert("package".into(), json!("./packages/pdf-tools.zip")),
+            )
+        }),
+        ("R-API-DUP-PATH", "\"apis/en//images-api.md\"", |c| {
+            drop(c.api(1).insert("path".into(), json!("apis/en//images-api.md")))
+        }),
+        ("R-SKILL-DUP-PATH", "\"skills/pdf-tools/\"", |c| {
+            drop(c.skill(1).insert("path".into(), json!("skills/pdf-tools/")))
+        }),
+    ];
+    for (rule, spelling, edit) in pairs {
+        let mut checkout = Checkout::new();
+        edit(&mut checkout);
+        checkout.write_manifest();
+        let output = run(&["--format", "json", "registry.json"], checkout.root());
+        assert_eq!(code(&output), 1, "{rule}: {}", stdout(&output));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let finding = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == rule)
+            .unwrap_or_else(|| panic!("{rule} missing: {report:#}"));
+        let message = finding["message"].as_str().unwrap();
+        assert!(
+            message.contains(spelling) && message.contains("same path as"),
+            "{rule}: {message}"
+        );
+    }
+}
+
+#[test]
 fn root_mode_finds_a_hash_mismatch_that_offline_mode_cannot() {
     let mut checkout = Checkout::new();
     checkout.skill(1).insert("sha256".into(), json!("a".repeat(64)));
@@ -230,7 +268,8 @@ fn several_files_are_reported_in_order() {
         let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
         assert_eq!(
             report["summary"],
-            json!({"files": 2, "errors": 3, "warnings": 0, "infos": 0})
+            json!({"files": 2, "errors": 3, "warnings": 0, "infos": 0,
+                   "omitted": {"errors": 0, "warnings": 0, "infos": 0}})
         );
         report["findings"]
             .as_array()

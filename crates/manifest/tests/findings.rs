@@ -91,6 +91,21 @@ fn size_bytes_must_be_written_as_an_integer() {
 }
 
 #[test]
+fn a_fractional_size_is_one_finding_not_a_rule_and_a_schema_type() {
+    let mut checkout = Checkout::new();
+    checkout.skill(0).insert("size_bytes".into(), json!(1.5));
+    for report in [checkout.check_offline(), checkout.check()] {
+        let at_size: Vec<&str> = report
+            .findings
+            .iter()
+            .filter(|f| f.pointer == "/skills/0/size_bytes")
+            .map(|f| f.rule.id())
+            .collect();
+        assert_eq!(at_size, ["R-SKILL-SIZE"], "{:#?}", report.findings);
+    }
+}
+
+#[test]
 fn duplicate_keys_point_at_the_second_key_and_name_the_first() {
     let text = "{\n  \"a\": 1,\n  \"a\": 2\n}";
     let report = imagegate_manifest::check_bytes("x.json", text.as_bytes(), &Default::default());
@@ -173,6 +188,48 @@ fn an_empty_path_is_an_error() {
             !found.iter().any(|(rule, _)| *rule == "R-PATH-DOT-SEGMENT"),
             "{found:?}"
         );
+    }
+}
+
+#[test]
+fn a_whitespace_only_path_is_blank() {
+    let mut checkout = Checkout::new();
+    checkout.skill(0).insert("package".into(), json!("   "));
+    checkout.api(0).insert("path".into(), json!(" \t "));
+    for report in [checkout.check_offline(), checkout.check()] {
+        let found: Vec<(&str, &str)> = report
+            .findings
+            .iter()
+            .map(|f| (f.rule.id(), f.pointer.as_str()))
+            .collect();
+        assert!(
+            found.contains(&("R-FIELD-BLANK", "/skills/0/package"))
+                && found.contains(&("R-FIELD-BLANK", "/apis/0/path")),
+            "{found:?}"
+        );
+        assert!(report.fails(Severity::Error));
+    }
+}
+
+#[test]
+fn a_path_with_a_control_character_is_an_error() {
+    for path in [
+        "apis/en/images\u{0}api.md",
+        "apis/en/images-api.md\n",
+        "apis/\u{1b}[31men/a.md",
+    ] {
+        let mut checkout = Checkout::new();
+        checkout.api(0).insert("path".into(), json!(path));
+        let report = checkout.check_offline();
+        let control: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::PathControl)
+            .collect();
+        assert_eq!(control.len(), 1, "{path:?}: {:?}", rule_ids(&report));
+        assert_eq!(control[0].pointer, "/apis/0/path");
+        assert_eq!(control[0].severity, Severity::Error);
+        assert!(report.fails(Severity::Error));
     }
 }
 

@@ -208,6 +208,9 @@ fn cases() -> Vec<(&'static str, Breaker)> {
         ("R-PATH-NFC", |c| {
             drop(c.api(0).insert("path".into(), json!("apis/en/cafe\u{301}.md")))
         }),
+        ("R-PATH-CONTROL", |c| {
+            drop(c.api(0).insert("path".into(), json!("apis/en/images\u{0}api.md")))
+        }),
         ("R-PATH-CASE", |c| {
             drop(c.api(1).insert("path".into(), json!("APIs/zh-CN/search-api.md")))
         }),

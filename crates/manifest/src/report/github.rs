@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::{TOOL_NAME, omitted_line};
 use crate::{FileReport, Severity};
 
 pub(super) fn render(reports: &[FileReport]) -> String {
@@ -31,6 +32,15 @@ pub(super) fn render(reports: &[FileReport]) -> String {
                 f.end.column,
                 property(f.rule.id()),
                 data(&message)
+            );
+        }
+        if let Some(line) = omitted_line(report) {
+            let _ = writeln!(
+                out,
+                "::warning file={},title={}::{}",
+                property(&report.file),
+                property(TOOL_NAME),
+                data(&line)
             );
         }
     }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::{TOOL_NAME, TOOL_VERSION};
-use crate::{FileReport, Severity};
+use crate::{FileReport, Omitted, Severity};
 
 /// Version of the JSON report shape; bumped only on incompatible changes.
 pub const JSON_FORMAT_VERSION: u32 = 1;
@@ -19,6 +19,19 @@ pub struct JsonReport<'a> {
     pub summary: JsonSummary,
     /// Every finding of every file, files in the order given, findings by location.
     pub findings: Vec<JsonFinding<'a>>,
+    /// The files whose findings were not all listed (past [`crate::MAX_FINDINGS`] per file), with the
+    /// counts of those left out; empty when every finding is listed.
+    pub omitted: Vec<JsonOmitted<'a>>,
+}
+
+/// The findings of one file left out of the report.
+#[derive(Debug, Serialize)]
+pub struct JsonOmitted<'a> {
+    /// The manifest file as given on the command line.
+    pub file: &'a str,
+    /// Counts of the findings left out, by severity.
+    #[serde(flatten)]
+    pub counts: Omitted,
 }
 
 /// The tool that wrote the report.
@@ -41,6 +54,8 @@ pub struct JsonSummary {
     pub warnings: usize,
     /// Findings with severity info.
     pub infos: usize,
+    /// Findings left out of `findings`, by severity (not in the counts above).
+    pub omitted: Omitted,
 }
 
 /// One finding.
@@ -86,6 +101,9 @@ pub fn build(reports: &[FileReport]) -> JsonReport<'_> {
             errors: count(Severity::Error),
             warnings: count(Severity::Warning),
             infos: count(Severity::Info),
+            omitted: reports
+                .iter()
+                .fold(Omitted::default(), |sum, r| sum.plus(r.omitted)),
         },
         findings: reports
             .iter()
@@ -104,6 +122,14 @@ pub fn build(reports: &[FileReport]) -> JsonReport<'_> {
                     found: f.found.as_deref(),
                     hint: &f.hint,
                 })
+            })
+            .collect(),
+        omitted: reports
+            .iter()
+            .filter(|r| !r.omitted.is_empty())
+            .map(|r| JsonOmitted {
+                file: &r.file,
+                counts: r.omitted,
             })
             .collect(),
     }

@@ -6,7 +6,9 @@ mod sarif;
 mod snippet;
 mod text;
 
-pub use json::{JSON_FORMAT_VERSION, JsonFinding, JsonReport, JsonSummary, Tool, build as json_report};
+pub use json::{
+    JSON_FORMAT_VERSION, JsonFinding, JsonOmitted, JsonReport, JsonSummary, Tool, build as json_report,
+};
 
 use crate::FileReport;
 
@@ -38,6 +40,23 @@ pub const TOOL_NAME: &str = "registry-check";
 
 /// The tool version in reports.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The line that says how many findings of `report` were left out, without the file name, if any were:
+/// `12 more findings were left out (10 errors, 2 warnings, 0 infos): ...`.
+pub(crate) fn omitted_line(report: &FileReport) -> Option<String> {
+    let omitted = report.omitted;
+    if omitted.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} left out ({}, {}, {}): the report lists at most {} findings per file, the most severe first",
+        plural(omitted.total(), "more finding"),
+        plural(omitted.errors, "error"),
+        plural(omitted.warnings, "warning"),
+        plural(omitted.infos, "info"),
+        crate::MAX_FINDINGS,
+    ))
+}
 
 /// `1 error` / `2 errors`.
 pub(crate) fn plural(count: usize, word: &str) -> String {

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::{TOOL_NAME, TOOL_VERSION};
-use crate::{FileReport, Rule, Severity};
+use super::{TOOL_NAME, TOOL_VERSION, omitted_line};
+use crate::{FileReport, Omitted, Rule, Severity};
 
 #[derive(Serialize)]
 struct Log<'a> {
@@ -20,6 +20,43 @@ struct Run<'a> {
     tool: ToolEntry,
     column_kind: &'static str,
     results: Vec<SarifResult<'a>>,
+    /// One notification per file whose findings were not all listed; absent when all were.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    invocations: Vec<Invocation>,
+    /// `{"omitted": {"errors": .., "warnings": .., "infos": ..}}` when findings were left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    properties: Option<RunProperties>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+    tool_execution_notifications: Vec<Notification>,
+}
+
+#[derive(Serialize)]
+struct Notification {
+    level: &'static str,
+    message: Text,
+    locations: Vec<FileLocation>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileLocation {
+    physical_location: FilePhysicalLocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FilePhysicalLocation {
+    artifact_location: ArtifactLocation,
+}
+
+#[derive(Serialize)]
+struct RunProperties {
+    omitted: Omitted,
 }
 
 #[derive(Serialize)]
@@ -174,6 +211,27 @@ pub(super) fn render(reports: &[FileReport]) -> String {
             })
         })
         .collect();
+    let notifications: Vec<Notification> = reports
+        .iter()
+        .filter_map(|report| {
+            Some(Notification {
+                level: "warning",
+                message: Text {
+                    text: format!("{}: {}", report.file, omitted_line(report)?),
+                },
+                locations: vec![FileLocation {
+                    physical_location: FilePhysicalLocation {
+                        artifact_location: ArtifactLocation {
+                            uri: uri(&report.file),
+                        },
+                    },
+                }],
+            })
+        })
+        .collect();
+    let omitted = reports
+        .iter()
+        .fold(Omitted::default(), |sum, r| sum.plus(r.omitted));
     let log = Log {
         schema: "https://json.schemastore.org/sarif-2.1.0.json",
         version: "2.1.0",
@@ -188,6 +246,15 @@ pub(super) fn render(reports: &[FileReport]) -> String {
             },
             column_kind: "unicodeCodePoints",
             results,
+            invocations: if notifications.is_empty() {
+                Vec::new()
+            } else {
+                vec![Invocation {
+                    execution_successful: true,
+                    tool_execution_notifications: notifications,
+                }]
+            },
+            properties: (!omitted.is_empty()).then_some(RunProperties { omitted }),
         }],
     };
     let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();

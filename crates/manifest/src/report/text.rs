@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{plural, snippet};
+use super::{omitted_line, plural, snippet};
 use crate::{FileReport, Finding, Severity};
 
 pub(super) fn render(reports: &[FileReport]) -> String {
@@ -12,6 +12,9 @@ pub(super) fn render(reports: &[FileReport]) -> String {
             finding_block(&mut out, report, finding);
         }
         let _ = writeln!(out, "{}", summary(report));
+        if let Some(line) = omitted_line(report) {
+            let _ = writeln!(out, "{}: {line}", report.file);
+        }
     }
     out
 }

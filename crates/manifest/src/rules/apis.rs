@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::langtag::is_language_tag;
 use super::lists::{blank, slug, string_list};
-use super::skills::unique;
+use super::skills::{unique, unique_path};
 use super::text::parse_url;
 use super::{Doc, Rule};
 use crate::finding::{Sink, quote};
@@ -54,7 +54,7 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 .expected("a path ending in .md")
                 .found(quote(path.text));
             }
-            unique(&path, &mut paths, Rule::ApiDupPath, "API path", sink);
+            unique_path(&path, &mut paths, Rule::ApiDupPath, "API path", sink);
         }
         string_list(api, "tags", Rule::ListDup, sink);
         for url in string_list(api, "source_urls", Rule::ApiSourceDup, sink) {

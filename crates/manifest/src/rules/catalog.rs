@@ -201,6 +201,9 @@ catalog! {
     PathNfc = "R-PATH-NFC", Error,
         "A path is not in Unicode NFC form, so it differs byte-wise between macOS and other systems.",
         "Normalize the file name to NFC.";
+    PathControl = "R-PATH-CONTROL", Error,
+        "A path contains a control character (Unicode category Cc, e.g. NUL, tab or newline).",
+        "Remove the control character; file names in a manifest hold printable characters only.";
     PathCase = "R-PATH-CASE", Error,
         "Two paths differ only in letter case, which breaks checkouts on macOS and Windows.",
         "Rename one of them so the names differ in more than case.";

@@ -11,6 +11,7 @@ mod lists;
 pub(crate) mod paths;
 mod repository;
 pub(crate) mod schema;
+mod schema_parts;
 mod skills;
 pub(crate) mod text;
 mod top;

@@ -1,5 +1,6 @@
 //! Path rules for `skills[].path`, `skills[].package` and `apis[].path`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use unicode_normalization::{UnicodeNormalization, is_nfc};
@@ -23,10 +24,13 @@ pub(crate) fn path_fields<'a, 'p>(doc: &'p Doc<'a>) -> Vec<Field<'a, 'p>> {
 }
 
 /// Every rule `path` breaks as a safe relative path, each with a reason, most serious first.
-/// An empty path is `R-FIELD-BLANK` only (an error: it names no file).
+/// An empty or whitespace-only path is `R-FIELD-BLANK` only (an error: it names no file).
 pub fn path_problems(path: &str) -> Vec<(Rule, String)> {
     if path.is_empty() {
         return vec![(Rule::FieldBlank, "the path is empty".to_owned())];
+    }
+    if path.trim().is_empty() {
+        return vec![(Rule::FieldBlank, "the path is only whitespace".to_owned())];
     }
     let mut problems = Vec::new();
     let (absolute, rest) = absolute_prefix(path);
@@ -45,6 +49,16 @@ pub fn path_problems(path: &str) -> Vec<(Rule, String)> {
         problems.push((
             Rule::PathParent,
             "the path has a `..` segment and may leave the repository".to_owned(),
+        ));
+    }
+    // General category Cc: NUL ends a C string early, newlines and escapes garble logs and terminals.
+    if let Some(control) = path.chars().find(|c| c.is_control()) {
+        problems.push((
+            Rule::PathControl,
+            format!(
+                "the path contains the control character U+{:04X}",
+                u32::from(control)
+            ),
         ));
     }
     if !is_nfc(path) {
@@ -106,6 +120,20 @@ fn cleaned(path: &str) -> String {
         .filter(|s| !s.is_empty() && *s != ".")
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// `path` as two paths naming the same file are compared: cleaned ([`cleaned`]) when it has no error of
+/// the path rules, as written otherwise (an unusable path names no file to compare).
+pub(crate) fn comparable(path: &str) -> Cow<'_, str> {
+    if path_error(path).is_some() {
+        return Cow::Borrowed(path);
+    }
+    let clean = cleaned(path);
+    if clean == path {
+        Cow::Borrowed(path)
+    } else {
+        Cow::Owned(clean)
+    }
 }
 
 pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
@@ -207,6 +235,11 @@ mod tests {
         let none: Vec<Rule> = Vec::new();
         assert_eq!(rules("skills/pdf"), none);
         assert_eq!(rules(""), [Rule::FieldBlank]);
+        assert_eq!(rules("   "), [Rule::FieldBlank]);
+        assert_eq!(rules("\t\n"), [Rule::FieldBlank]);
+        assert_eq!(rules("apis/en/a\u{0}.md"), [Rule::PathControl]);
+        assert_eq!(rules("skills/pdf\u{7f}"), [Rule::PathControl]);
+        assert_eq!(rules(" skills/pdf "), none);
         assert_eq!(rules("packages/pdf.zip"), none);
         assert_eq!(rules("/skills/pdf"), [Rule::PathAbsolute]);
         assert_eq!(rules("C:/skills"), [Rule::PathAbsolute]);
@@ -224,6 +257,16 @@ mod tests {
     }
 
     #[test]
+    fn usable_paths_compare_cleaned_and_unusable_ones_as_written() {
+        assert_eq!(comparable("./packages/a.zip"), "packages/a.zip");
+        assert_eq!(comparable("apis/en//a.md"), "apis/en/a.md");
+        assert_eq!(comparable("skills/a/"), "skills/a");
+        assert!(matches!(comparable("skills/a"), Cow::Borrowed("skills/a")));
+        assert_eq!(comparable("./a/../b/"), "./a/../b/");
+        assert_eq!(comparable("   "), "   ");
+    }
+
+    #[test]
     fn path_problems_every_rule_a_path_breaks() {
         assert_eq!(
             rules("/a/../b\\c"),
@@ -238,5 +281,14 @@ mod tests {
         assert_eq!(rules("https://x/../y"), [Rule::PathAbsolute, Rule::PathParent]);
         assert_eq!(path_error("./a/../b").map(|(r, _)| r), Some(Rule::PathParent));
         assert_eq!(path_error("./a/b"), None);
+        assert_eq!(
+            rules("/a/../b\u{0}/"),
+            [
+                Rule::PathAbsolute,
+                Rule::PathParent,
+                Rule::PathControl,
+                Rule::PathDotSegment
+            ]
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::OnceLock;
 
+use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 
 use super::Rule;
@@ -23,70 +24,94 @@ fn validator() -> Result<&'static jsonschema::Validator, &'static str> {
         .map_err(String::as_str)
 }
 
-/// Report every schema violation of `root`.
-pub(crate) fn check(root: &Node, sink: &mut Sink) {
-    let validator = match validator() {
-        Ok(v) => v,
-        Err(why) => {
-            // Only reachable if the embedded schema is broken; a unit test guards against that.
-            sink.add(
-                Rule::SchemaConstraint,
-                "",
-                Span::new(0, 0),
-                format!("the embedded schema does not compile: {why}"),
-            );
-            return;
-        }
-    };
+/// Report every schema violation of `root`, except those `folded` says a semantic finding already
+/// explains (by rule and JSON Pointer).
+///
+/// A valid document costs one `is_valid`. An invalid one is validated in parts ([`super::schema_parts`]):
+/// `jsonschema` collects all errors of a call before returning the first, so validating a large broken
+/// document whole would build a list of millions of errors (`{"skills": [{}, {}, ...]}` gives seven per
+/// three bytes) before the sink could keep or count any of them.
+pub(crate) fn check(root: &Node, sink: &mut Sink, folded: &dyn Fn(Rule, &str) -> bool) {
     let value = root.to_value();
-    if validator.is_valid(&value) {
-        return; // much faster than collecting errors; the common case
+    match validator() {
+        Ok(whole) if whole.is_valid(&value) => return, // much faster than collecting errors; the common case
+        Ok(_) => {}
+        Err(why) => return broken_schema(why, sink),
     }
-    for error in validator.iter_errors(&value) {
-        let ptr = error.instance_path().as_str().to_owned();
-        let node = root.pointer(&ptr).unwrap_or(root);
-        let first_char = Span::new(node.span.start, node.span.start + 1);
-        match error.kind() {
-            ValidationErrorKind::Required { property } => {
-                let key = property
-                    .as_str()
-                    .map_or_else(|| property.to_string(), str::to_owned);
-                sink.add(
-                    Rule::SchemaRequired,
-                    &ptr,
-                    first_char,
-                    format!("missing required key `{key}`"),
-                )
-                .expected(format!("the key `{key}`"))
-                .found("missing");
-            }
-            ValidationErrorKind::Type { kind } => {
-                let expected = match kind {
-                    TypeKind::Single(t) => t.to_string(),
-                    TypeKind::Multiple(set) => {
-                        set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or ")
-                    }
-                };
-                sink.add(
-                    Rule::SchemaType,
-                    &ptr,
-                    node.span,
-                    format!("the value is {} {}", article(node.type_name()), node.type_name()),
-                )
-                .expected(expected)
-                .found(node.type_name());
-            }
-            _ => {
-                let span = if node.as_object().is_some() || node.as_array().is_some() {
-                    first_char
-                } else {
-                    node.span
-                };
-                let schema_path = error.schema_path().as_str();
-                sink.add(Rule::SchemaConstraint, &ptr, span, error.masked().to_string())
-                    .expected(constraint(schema_path))
-                    .found(short_json(&node.to_value()));
-            }
+    match super::schema_parts::parts() {
+        Ok(parts) => parts.validate(&value, &mut |at, error| add_error(root, at, error, sink, folded)),
+        Err(why) => broken_schema(why, sink),
+    }
+}
+
+/// The finding when the embedded schema does not compile: only reachable if it is broken, which a unit
+/// test guards against.
+fn broken_schema(why: &str, sink: &mut Sink) {
+    sink.add(
+        Rule::SchemaConstraint,
+        "",
+        Span::new(0, 0),
+        format!("the embedded schema does not compile: {why}"),
+    );
+}
+
+/// Report one schema error found in the value at `at` (a JSON Pointer in the document).
+fn add_error(
+    root: &Node,
+    at: &str,
+    error: &ValidationError<'_>,
+    sink: &mut Sink,
+    folded: &dyn Fn(Rule, &str) -> bool,
+) {
+    let ptr = format!("{at}{}", error.instance_path().as_str());
+    let rule = match error.kind() {
+        ValidationErrorKind::Required { .. } => Rule::SchemaRequired,
+        ValidationErrorKind::Type { .. } => Rule::SchemaType,
+        _ => Rule::SchemaConstraint,
+    };
+    if folded(rule, &ptr) {
+        return;
+    }
+    let node = root.pointer(&ptr).unwrap_or(root);
+    let first_char = Span::new(node.span.start, node.span.start + 1);
+    match error.kind() {
+        ValidationErrorKind::Required { property } => {
+            let key = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned);
+            sink.add(
+                Rule::SchemaRequired,
+                &ptr,
+                first_char,
+                format!("missing required key `{key}`"),
+            )
+            .expected(format!("the key `{key}`"))
+            .found("missing");
+        }
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => t.to_string(),
+                TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
+            };
+            sink.add(
+                Rule::SchemaType,
+                &ptr,
+                node.span,
+                format!("the value is {} {}", article(node.type_name()), node.type_name()),
+            )
+            .expected(expected)
+            .found(node.type_name());
+        }
+        _ => {
+            let span = if node.as_object().is_some() || node.as_array().is_some() {
+                first_char
+            } else {
+                node.span
+            };
+            let schema_path = super::schema_parts::schema_path(error);
+            sink.add(Rule::SchemaConstraint, &ptr, span, error.masked().to_string())
+                .expected(constraint(schema_path))
+                .found(short_json(&node.to_value()));
         }
     }
 }

@@ -1,8 +1,10 @@
 //! `skills[]` rules.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::lists::{blank, slug, string_list, timestamp};
+use super::paths::comparable;
 use super::text::{is_sha256_hex, rfc3339};
 use super::{Doc, Field, Obj, Rule, child};
 use crate::finding::{Sink, quote};
@@ -61,10 +63,10 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 .expected("a path ending in .zip")
                 .found(quote(package.text));
             }
-            unique(&package, &mut packages, Rule::SkillDupPackage, "package", sink);
+            unique_path(&package, &mut packages, Rule::SkillDupPackage, "package", sink);
         }
         if let Some(path) = skill.str("path") {
-            unique(&path, &mut paths, Rule::SkillDupPath, "skill path", sink);
+            unique_path(&path, &mut paths, Rule::SkillDupPath, "skill path", sink);
         }
         size_rule(&skill, sink);
         string_list(skill, "tags", Rule::ListDup, sink);
@@ -100,27 +102,59 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
     }
 }
 
+/// Earlier fields of one kind, by the text two of them must not share.
+pub(crate) type Seen<'a, 'p> = HashMap<Cow<'a, str>, Field<'a, 'p>>;
+
 /// Report `field` when an earlier field of the same kind had the same text.
 pub(crate) fn unique<'a, 'p>(
     field: &Field<'a, 'p>,
-    seen: &mut HashMap<&'a str, Field<'a, 'p>>,
+    seen: &mut Seen<'a, 'p>,
     rule: Rule,
     what: &str,
     sink: &mut Sink,
 ) {
-    if let Some(first) = seen.get(field.text) {
-        let (first_ptr, place) = (first.ptr(), sink.place(first.span().start));
-        sink.add(
-            rule,
-            &field.ptr(),
-            field.span(),
-            format!("{what} {} is used more than once", quote(field.text)),
+    unique_as(Cow::Borrowed(field.text), field, seen, rule, what, sink);
+}
+
+/// Report the path `field` when an earlier path of the same kind names the same file: compared in the
+/// cleaned form (`./a//b/` is `a/b`) when the path is usable, as written when it has an error of the path
+/// rules (which say what is wrong with it).
+pub(crate) fn unique_path<'a, 'p>(
+    field: &Field<'a, 'p>,
+    seen: &mut Seen<'a, 'p>,
+    rule: Rule,
+    what: &str,
+    sink: &mut Sink,
+) {
+    unique_as(comparable(field.text), field, seen, rule, what, sink);
+}
+
+/// Report `field` when an earlier field had the same `key`, naming both spellings when they differ.
+fn unique_as<'a, 'p>(
+    key: Cow<'a, str>,
+    field: &Field<'a, 'p>,
+    seen: &mut Seen<'a, 'p>,
+    rule: Rule,
+    what: &str,
+    sink: &mut Sink,
+) {
+    let Some(first) = seen.get(&key) else {
+        seen.insert(key, *field);
+        return;
+    };
+    let (first_ptr, place) = (first.ptr(), sink.place(first.span().start));
+    let message = if first.text == field.text {
+        format!("{what} {} is used more than once", quote(field.text))
+    } else {
+        format!(
+            "{what} {} is used more than once: it is the same path as {}",
+            quote(field.text),
+            quote(first.text)
         )
+    };
+    sink.add(rule, &field.ptr(), field.span(), message)
         .expected(format!("a {what} no other entry uses"))
         .found(format!("also at {first_ptr} ({place})"));
-    } else {
-        seen.insert(field.text, *field);
-    }
 }
 
 fn name_rules(skill: &Obj<'_, '_>, name: &Field<'_, '_>, sink: &mut Sink) {

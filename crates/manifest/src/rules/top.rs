@@ -122,10 +122,14 @@ pub(crate) fn closest_id<'k>(id: &str, known: &[&'k str]) -> Option<&'k str> {
     nearest(&id.to_lowercase(), known)
 }
 
+/// The known word nearest `word`, within [`MAX_EDITS`]. A candidate whose length differs by more than that
+/// is skipped before anything is allocated for it, so a search among thousands of ids costs little more
+/// than counting their characters.
 fn nearest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
     let word: Vec<char> = word.chars().collect();
     known
         .iter()
+        .filter(|k| within_length(k, word.len()))
         .filter_map(|k| {
             let candidate: Vec<char> = k.chars().collect();
             let d = distance_within(&word, &candidate, MAX_EDITS)?;
@@ -133,6 +137,21 @@ fn nearest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
         })
         .min()
         .map(|(_, k)| k)
+}
+
+/// Whether `candidate` has `length` characters, give or take [`MAX_EDITS`], without counting more of them
+/// than that: no edit distance within the limit is possible otherwise.
+fn within_length(candidate: &str, length: usize) -> bool {
+    // A character takes one to four bytes: the byte length bounds the count before it is made.
+    if candidate.len() + MAX_EDITS < length || candidate.len() / 4 > length + MAX_EDITS {
+        return false;
+    }
+    candidate
+        .chars()
+        .take(length + MAX_EDITS + 1)
+        .count()
+        .abs_diff(length)
+        <= MAX_EDITS
 }
 
 /// The edit (Levenshtein) distance between `a` and `b` if it is at most `max`. Only the cells

@@ -2,8 +2,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Doc, Rule};
+use super::{Doc, Field, Rule};
 use crate::finding::{Sink, quote};
+
+/// How many unresolved `api_docs` items of a document get a "did you mean" search. Each search compares the
+/// item with every API id, so without a bound a manifest of thousands of both would take minutes; later
+/// items keep their finding, without the hint.
+pub(crate) const MAX_SUGGESTIONS: usize = 100;
 
 pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
     let api_fields: Vec<_> = doc
@@ -22,6 +27,7 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
     let known: Vec<&str> = ids.iter().copied().collect();
     // Only items that name an id use an API: a path or a misspelling gets a hint, not a reference.
     let mut used: HashSet<&str> = HashSet::new();
+    let mut searches = 0;
     for entry in &doc.skills {
         let skill = entry.obj();
         for item in skill.strings("api_docs") {
@@ -43,14 +49,30 @@ pub(crate) fn check(doc: &Doc<'_>, sink: &mut Sink) {
                 .found(quote(item.text));
             if let Some(id) = id_by_path.get(item.text) {
                 draft.hint(format!("api_docs holds API ids, not paths: write {}.", quote(id)));
-            } else if let Some(id) = super::top::closest_id(item.text, &known)
-                .or_else(|| known.iter().copied().filter(|id| id.starts_with(item.text)).min())
-            {
-                draft.hint(format!("Did you mean {}?", quote(id)));
+            } else if searches < MAX_SUGGESTIONS {
+                searches += 1;
+                if let Some(id) = suggestion(item.text, &known) {
+                    draft.hint(format!("Did you mean {}?", quote(id)));
+                }
             }
         }
     }
-    for (id, _) in &api_fields {
+    unused(&api_fields, &used, sink);
+}
+
+/// The known id an unresolved `item` probably means: one within two edits, else the least id it begins.
+fn suggestion<'k>(item: &str, known: &[&'k str]) -> Option<&'k str> {
+    super::top::closest_id(item, known)
+        .or_else(|| known.iter().copied().filter(|id| id.starts_with(item)).min())
+}
+
+/// `R-XREF-API-UNUSED` for each API id no skill lists.
+fn unused(
+    api_fields: &[(Option<Field<'_, '_>>, Option<Field<'_, '_>>)],
+    used: &HashSet<&str>,
+    sink: &mut Sink,
+) {
+    for (id, _) in api_fields {
         let Some(id) = id else { continue };
         if !used.contains(id.text) {
             sink.add(
