@@ -595,6 +595,33 @@ async fn a_refused_access_token_is_refreshed_once_and_the_refreshed_one_is_persi
 }
 
 #[tokio::test]
+async fn a_token_refused_again_after_its_refresh_marks_the_account_failed() {
+    let credential = json!({"access_token": "at-expired", "refresh_token": SEED_REFRESH_TOKEN,
+        "account_id": "acct-r"});
+    let c = codex_setup(&credential);
+    // The refresh works, and the refreshed token is refused too: the account itself is refused.
+    c.s.sim_fault(json!({"key": "at-expired", "fault": "401"})).await;
+    c.s.sim_fault(json!({"key": "sim-at-1", "fault": "401"})).await;
+    let response =
+        c.s.post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "a lighthouse", "size": "1024x1024", "quality": "low"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(response.status(), 200);
+    let stats = c.s.sim_stats().await;
+    assert_eq!(stats["oauth"]["refreshes"], 1, "{stats}");
+    let listed = c.s.accounts();
+    let account = &listed["accounts"][0];
+    assert_eq!(
+        account["status"], "error",
+        "saving the refreshed token changed the row, yet the refusal is the account's: {account}"
+    );
+}
+
+#[tokio::test]
 async fn an_access_token_past_its_expiry_is_refreshed_before_it_is_sent() {
     let credential = json!({"access_token": "at-old", "refresh_token": SEED_REFRESH_TOKEN,
         "expires_at": unix_now() - 60, "account_id": "acct-p"});

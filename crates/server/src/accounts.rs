@@ -50,19 +50,9 @@ impl AccountDirectory {
 
     /// The transport target of an account, if it is usable.
     pub fn target(&self, id: &imagegate_dispatch::AccountId) -> Option<Arc<AccountTarget>> {
-        self.target_and_row_version(id).map(|(target, _)| target)
-    }
-
-    /// [`Self::target`] with the `updated_at` of the row it was read from: a failure of its
-    /// credential marks the account failed only if the row has not changed since.
-    pub fn target_and_row_version(
-        &self,
-        id: &imagegate_dispatch::AccountId,
-    ) -> Option<(Arc<AccountTarget>, Timestamp)> {
         let id: i64 = id.as_str().parse().ok()?;
         let entries = self.entries.read();
-        let entry = entries.get(&id)?;
-        Some((entry.target.clone()?, entry.updated_at))
+        entries.get(&id).and_then(|entry| entry.target.clone())
     }
 
     /// Re-reads the accounts and hands the dispatcher the new specs.

@@ -8,7 +8,7 @@ use crate::error::StoreResult;
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, AuthContext, Backend, DailyUsage, Group,
     GroupId, KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser,
-    Timestamp, UsageEntry, UsageFilter, UsageRecord, User, UserId,
+    UsageEntry, UsageFilter, UsageRecord, User, UserId,
 };
 use crate::priority::WriterPriority;
 use crate::secret::Secret;
@@ -144,11 +144,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         status: AccountStatus,
         reason: Option<&str>,
     ) -> StoreResult<()>;
-    /// Marks the account failed (status error, with `reason`) unless its row changed after
-    /// `seen`, its `updated_at` when the caller read the credential that failed: `false` when it
-    /// changed (an operator or a refresh replaced the credential meanwhile, so the failure is not
-    /// the current credential's), or the account is gone.
-    async fn mark_account_failed(&self, id: AccountId, reason: &str, seen: Timestamp) -> StoreResult<bool>;
+    /// Marks the account failed (status error, with `reason`) after the upstream refused a
+    /// credential: with `refused`, only if that is still the account's credential (`false` when
+    /// it was replaced meanwhile, the failure then being no verdict on the new one); without, in
+    /// any case. `false` also when the account is gone.
+    async fn mark_account_failed(
+        &self,
+        id: AccountId,
+        reason: &str,
+        refused: Option<&Secret>,
+    ) -> StoreResult<bool>;
     /// Deletes an account (its usage records keep the id).
     async fn delete_account(&self, id: AccountId) -> StoreResult<()>;
     /// The decrypted credential, `None` if the account has none.

@@ -82,7 +82,7 @@ pub async fn relay(
             Err(err) => return Err(noted(pool_failure(err, last, earliest_reset), usage)),
         };
         let account = lease.account().clone();
-        let Some((target, row_version)) = app.accounts.target_and_row_version(&account) else {
+        let Some(target) = app.accounts.target(&account) else {
             tried.push(account);
             continue;
         };
@@ -143,7 +143,7 @@ pub async fn relay(
                 // `response.failed` that ended the call says what it billed.
                 stream::record_failure_tokens(usage, &failure);
                 let outcome = outcome_of_try(&failure, request.call, later_try);
-                record(app, &account, &outcome, row_version).await;
+                record(app, &account, &outcome, &target).await;
                 drop(lease);
                 tracing::warn!(account = %account, kind = ?failure.kind, status = ?failure.status,
                     "upstream call failed");
@@ -193,23 +193,54 @@ fn finish_apart(work: impl Future<Output = ()> + Send + 'static) {
     }
 }
 
-/// Records `outcome` of a call to `account` with the credential read from its row as of
-/// `row_version`.
+/// Records `outcome` of a call to `account` through `target`.
 async fn record(
     app: &AppState,
     account: &imagegate_dispatch::AccountId,
     outcome: &imagegate_dispatch::Outcome,
-    row_version: imagegate_store::Timestamp,
+    target: &imagegate_upstream::AccountTarget,
 ) {
-    // A rejected credential needs the operator: keep the verdict in the database too, so it
-    // survives restarts and every replica and the console see it. Unless the row changed since
-    // the credential was read: an operator (or a refresh) replaced it while the call was out, and
-    // the refusal is not the new credential's, in the database or in the pool.
-    if let imagegate_dispatch::Outcome::AuthFailed { reason } = outcome
-        && let Ok(id) = account.as_str().parse::<i64>()
-    {
+    if let imagegate_dispatch::Outcome::AuthFailed { reason } = outcome {
+        // A subscription account's token is refreshed (and saved) inside the call, so the one
+        // refused may be newer than the one the call started with: such an account is marked
+        // whatever it holds. An API key is the one the call started with.
+        let refused = (target.kind != imagegate_upstream::AccountKind::Codex)
+            .then(|| imagegate_store::Secret::new(target.credential.expose().to_owned()));
+        let (store, pool) = (Arc::clone(&app.store), Arc::clone(&app.dispatcher));
+        let (account, reason) = (account.clone(), reason.clone());
+        // In a task of its own, awaited: the next try and the answer come after the verdict, and
+        // a client leaving while the database answers does not take the verdict with it.
+        use tracing::Instrument as _;
+        let verdict = mark_failed(store, pool, account, reason, refused).in_current_span();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "detached on purpose: it must finish even when the request that started it is dropped"
+        )]
+        let verdict = tokio::spawn(verdict);
+        if let Err(err) = verdict.await {
+            tracing::error!(error = %err, "marking the account as failed stopped");
+        }
+        return;
+    }
+    if let Err(err) = app.dispatcher.record_outcome(account, outcome).await {
+        tracing::error!(error = %err, "could not record an upstream outcome");
+    }
+}
+
+/// A refused credential needs the operator: the verdict is kept in the database too, so it
+/// survives restarts and every replica and the console see it; unless the account holds another
+/// credential than `refused` by now (an operator replaced it while the call was out), when it is
+/// no verdict on the account, in the database or in the pool.
+async fn mark_failed(
+    store: Arc<dyn imagegate_store::Store>,
+    pool: Arc<imagegate_dispatch::Dispatcher>,
+    account: imagegate_dispatch::AccountId,
+    reason: String,
+    refused: Option<imagegate_store::Secret>,
+) {
+    if let Ok(id) = account.as_str().parse::<i64>() {
         let id = imagegate_store::AccountId(id);
-        match app.store.mark_account_failed(id, reason, row_version).await {
+        match store.mark_account_failed(id, &reason, refused.as_ref()).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::info!(account = %account,
@@ -219,7 +250,8 @@ async fn record(
             Err(err) => tracing::error!(error = %err, "could not mark the account as failed"),
         }
     }
-    if let Err(err) = app.dispatcher.record_outcome(account, outcome).await {
+    let outcome = imagegate_dispatch::Outcome::AuthFailed { reason };
+    if let Err(err) = pool.record_outcome(&account, &outcome).await {
         tracing::error!(error = %err, "could not record an upstream outcome");
     }
 }

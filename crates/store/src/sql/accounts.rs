@@ -199,21 +199,40 @@ pub(super) async fn set_account_status(
 
 pub(super) async fn mark_account_failed(
     pool: &Pool<Db>,
+    crypto: &Crypto,
     id: AccountId,
     reason: &str,
-    seen: Timestamp,
+    refused: Option<&Secret>,
 ) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1 AND updated_at = $5",
-    )
-    .bind(id.0)
-    .bind(AccountStatus::Error.as_str())
-    .bind(reason)
-    .bind(Timestamp::now().unix_ms())
-    .bind(seen.unix_ms())
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    // With `refused`: only over the sealed credential that opens to it, as just read (one
+    // replaced meanwhile has other bytes).
+    let still_sealed = match refused {
+        None => None,
+        Some(refused) => {
+            let Some(sealed) = sealed_credential(pool, id).await? else {
+                return Ok(false);
+            };
+            if crypto.open(&sealed, &SealContext::account_credential(id))? != *refused {
+                return Ok(false);
+            }
+            Some(sealed)
+        }
+    };
+    let sql = match still_sealed {
+        None => "UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1",
+        Some(_) => {
+            "UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1 AND credential = $5"
+        }
+    };
+    let mut query = sqlx::query(sql)
+        .bind(id.0)
+        .bind(AccountStatus::Error.as_str())
+        .bind(reason)
+        .bind(Timestamp::now().unix_ms());
+    if let Some(sealed) = still_sealed {
+        query = query.bind(sealed);
+    }
+    Ok(query.execute(pool).await?.rows_affected() == 1)
 }
 
 pub(super) async fn delete_account(pool: &Pool<Db>, id: AccountId) -> StoreResult<()> {

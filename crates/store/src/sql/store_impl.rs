@@ -9,8 +9,8 @@ use super::{BACKEND, BackendStore, accounts, keys, usage, users};
 use crate::error::StoreResult;
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, Backend, DailyUsage, Group, GroupId,
-    KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, Timestamp,
-    UsageEntry, UsageFilter, UsageRecord, User, UserId,
+    KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
+    UsageFilter, UsageRecord, User, UserId,
 };
 use crate::priority::WriterPriority;
 use crate::secret::Secret;
@@ -161,8 +161,13 @@ impl Store for BackendStore {
         accounts::set_account_status(&self.pool, id, status, reason).await
     }
 
-    async fn mark_account_failed(&self, id: AccountId, reason: &str, seen: Timestamp) -> StoreResult<bool> {
-        accounts::mark_account_failed(&self.pool, id, reason, seen).await
+    async fn mark_account_failed(
+        &self,
+        id: AccountId,
+        reason: &str,
+        refused: Option<&Secret>,
+    ) -> StoreResult<bool> {
+        accounts::mark_account_failed(&self.pool, &self.crypto, id, reason, refused).await
     }
 
     async fn delete_account(&self, id: AccountId) -> StoreResult<()> {

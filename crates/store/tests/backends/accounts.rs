@@ -17,45 +17,66 @@ crate::on_every_backend!(
     resealing_never_writes_over_a_credential_refreshed_meanwhile,
     a_refresh_replaces_only_the_credential_it_refreshed,
     a_new_base_url_and_its_credential_are_written_together,
-    an_account_is_marked_failed_only_if_unchanged_since_its_credential_was_read
+    an_account_is_marked_failed_only_while_it_holds_the_refused_credential
 );
 
-async fn an_account_is_marked_failed_only_if_unchanged_since_its_credential_was_read(db: Arc<TestDb>) {
+async fn an_account_is_marked_failed_only_while_it_holds_the_refused_credential(db: Arc<TestDb>) {
     let store = db.store.as_ref();
+    let revoked = Secret::new("sk-revoked-0123456789");
     let account = store
         .create_account(NewAccount {
-            credential: Some(Secret::new("sk-revoked-0123456789")),
+            credential: Some(revoked.clone()),
             ..NewAccount::new("rotated", AccountKind::Openai)
         })
         .await
         .unwrap();
-    let seen = account.updated_at;
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    // The operator replaces the revoked key while a request that used it is still out.
-    let rotate = AccountUpdate {
-        credential: Some(Some(Secret::new("sk-fresh-0123456789"))),
+    // An edit that keeps the credential changes nothing.
+    let edit = AccountUpdate {
+        priority: Some(4),
         ..AccountUpdate::default()
     };
-    let rotated = store.update_account(account.id, rotate).await.unwrap();
+    store.update_account(account.id, edit).await.unwrap();
+    // The operator replaces the revoked key while a request that used it is still out.
+    let fresh = Secret::new("sk-fresh-0123456789");
+    let rotate = AccountUpdate {
+        credential: Some(Some(fresh.clone())),
+        ..AccountUpdate::default()
+    };
+    store.update_account(account.id, rotate).await.unwrap();
     assert!(
         !store
-            .mark_account_failed(account.id, "401 from upstream", seen)
+            .mark_account_failed(account.id, "401 from upstream", Some(&revoked))
             .await
             .unwrap(),
         "the refusal of the old key is not the new key's"
     );
     let kept = store.account(account.id).await.unwrap();
     assert_eq!((kept.status, kept.status_reason), (AccountStatus::Active, None));
-    // A refusal of the key the row still holds marks it.
+    // A refusal of the key the row holds marks it.
     assert!(
         store
-            .mark_account_failed(account.id, "401 from upstream", rotated.updated_at)
+            .mark_account_failed(account.id, "401 from upstream", Some(&fresh))
             .await
             .unwrap()
     );
     let failed = store.account(account.id).await.unwrap();
     assert_eq!(failed.status, AccountStatus::Error);
     assert_eq!(failed.status_reason.as_deref(), Some("401 from upstream"));
+    // Without a credential to compare, the account is marked whatever it holds.
+    store
+        .set_account_status(account.id, AccountStatus::Active, None)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .mark_account_failed(account.id, "refresh refused", None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.account(account.id).await.unwrap().status,
+        AccountStatus::Error
+    );
 }
 
 async fn a_new_base_url_and_its_credential_are_written_together(db: Arc<TestDb>) {
