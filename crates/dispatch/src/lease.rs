@@ -1,15 +1,15 @@
 //! Leases: a held concurrency slot on one account, freed when the lease is dropped.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::task::AbortHandle;
 
 use crate::account::{AccountId, SizeClass};
 use crate::clock::{Clock, UnixMillis};
-use crate::error::PoolError;
+use crate::error::{PoolError, StateError};
 use crate::state::{LeaseGrant, LeaseId, PoolState};
 use crate::wait_lines::WaitLines;
 
@@ -47,7 +47,31 @@ pub struct Lease {
     /// The current expiry in Unix milliseconds (the renewal task moves it forward).
     expires_at: Arc<AtomicU64>,
     context: Arc<LeaseContext>,
-    renewal: Option<AbortHandle>,
+    renewal: Option<Renewal>,
+}
+
+/// The background renewal of a lease.
+#[derive(Debug)]
+struct Renewal {
+    task: AbortHandle,
+    phase: Arc<Mutex<Phase>>,
+}
+
+/// Where a lease's renewal stands, as its task and the lease's drop see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Renewing now and then: a drop stops the task and releases the lease itself.
+    Renewing,
+    /// Taking the slot back ([`PoolState::reinstate`]): a drop leaves the task to finish and to
+    /// release the slot it took, or the slot would stay taken, by nobody, until it expired.
+    Reinstating,
+    /// The lease was dropped.
+    Released,
+}
+
+fn lock(phase: &Mutex<Phase>) -> MutexGuard<'_, Phase> {
+    // A phase is one value: no poisoned state can be half-written.
+    phase.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Lease {
@@ -115,18 +139,20 @@ impl Lease {
     }
 }
 
-/// Renews lease `grant` every `every` until the task is aborted (the lease dropped). A failing
-/// backend is retried at the next tick (a [`crate::FallbackPoolState`] meanwhile turns degraded
-/// and serves new leases locally). The holder is at work as long as this runs, so a lease the
-/// state let go meanwhile (expired while it could not be reached, lost by a restarted Redis) is
-/// taken again ([`PoolState::reinstate`]); the task ends where the backend takes none back.
+/// Renews lease `grant` every `every` until the lease is dropped. A failing backend is retried at
+/// the next tick (a [`crate::FallbackPoolState`] meanwhile turns degraded and serves new leases
+/// locally). The holder is at work as long as this runs, so a lease the state let go meanwhile
+/// (expired while it could not be reached, lost by a restarted Redis) is taken again
+/// ([`PoolState::reinstate`]); the task ends where the backend takes none back.
 fn spawn_renewal(
     grant: LeaseGrant,
     context: Arc<LeaseContext>,
     every: Duration,
     expires_at: Arc<AtomicU64>,
-) -> Option<AbortHandle> {
+) -> Option<Renewal> {
     let runtime = tokio::runtime::Handle::try_current().ok()?;
+    let phase = Arc::new(Mutex::new(Phase::Renewing));
+    let shared = Arc::clone(&phase);
     let task = runtime.spawn(async move {
         let mut tick = tokio::time::interval_at(crate::clock::instant_after(every), every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -134,7 +160,7 @@ fn spawn_renewal(
             tick.tick().await;
             let now = context.clock.now();
             let renewed = match context.state.renew(grant.id, context.ttl, now).await {
-                Ok(None) => context.state.reinstate(&grant, context.ttl, now).await,
+                Ok(None) => reinstate(&grant, &context, &shared, now).await,
                 other => other,
             };
             match renewed {
@@ -144,13 +170,48 @@ fn spawn_renewal(
             }
         }
     });
-    Some(task.abort_handle())
+    Some(Renewal {
+        task: task.abort_handle(),
+        phase,
+    })
+}
+
+/// Takes the slot of `grant` back for its holder, unless the holder let go; releases it when the
+/// holder let go meanwhile (then answering `None`, which ends the renewal).
+async fn reinstate(
+    grant: &LeaseGrant,
+    context: &LeaseContext,
+    phase: &Mutex<Phase>,
+    now: UnixMillis,
+) -> Result<Option<UnixMillis>, StateError> {
+    {
+        let mut phase = lock(phase);
+        if *phase == Phase::Released {
+            return Ok(None);
+        }
+        *phase = Phase::Reinstating;
+    }
+    let reinstated = context.state.reinstate(grant, context.ttl, now).await;
+    let mut phase = lock(phase);
+    if *phase == Phase::Released {
+        drop(phase);
+        context.state.release_detached(grant.id);
+        context.waiters.wake_heads();
+        return Ok(None);
+    }
+    *phase = Phase::Renewing;
+    reinstated
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(renewal) = self.renewal.take() {
-            renewal.abort();
+            let was = std::mem::replace(&mut *lock(&renewal.phase), Phase::Released);
+            if was == Phase::Reinstating {
+                // The renewal releases the slot it is taking back once it has it.
+                return;
+            }
+            renewal.task.abort();
         }
         self.context.state.release_detached(self.grant.id);
         // A waiter counts itself before its last attempt, so if it is not counted yet here, that
@@ -158,3 +219,7 @@ impl Drop for Lease {
         self.context.waiters.wake_heads();
     }
 }
+
+#[cfg(test)]
+#[path = "lease_tests.rs"]
+mod tests;
