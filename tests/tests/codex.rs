@@ -556,6 +556,34 @@ async fn a_stream_whose_second_image_is_refused_is_billed_both_images_once() {
 }
 
 #[tokio::test]
+async fn a_limit_met_in_a_later_call_is_billed_alike_streamed_or_not() {
+    let mut billed = Vec::new();
+    for stream in [false, true] {
+        // A gateway of its own each time: the limit cools the account down.
+        let c = codex_setup(&fresh_credential("at-sub"));
+        // The first call makes its image; the second meets a limit after its stream started.
+        c.s.sim_fault(json!({"fault": "rate_limit_in_stream", "after": 1, "times": 1,
+            "path": "/v1/responses"}))
+            .await;
+        let request = json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024",
+            "quality": "low", "n": 2, "stream": stream});
+        let response =
+            c.s.post_json("/images/generations", request)
+                .send()
+                .await
+                .unwrap();
+        let _ = response.text().await.unwrap();
+        let records = c.s.usage_at_least(1).await;
+        billed.push(records[0]["tokens"].clone());
+    }
+    assert!(billed[0]["output_image"].as_u64().unwrap_or(0) > 0, "{billed:?}");
+    assert_eq!(
+        billed[0], billed[1],
+        "the image made and the failed call's reported tokens, either way"
+    );
+}
+
+#[tokio::test]
 async fn a_refused_access_token_is_refreshed_once_and_the_refreshed_one_is_persisted() {
     let credential = json!({"access_token": "at-expired", "refresh_token": SEED_REFRESH_TOKEN,
         "account_id": "acct-r"});

@@ -488,13 +488,14 @@ struct ResponseTail {
 }
 
 /// Records what a failed call cost: what the failure says the account spent (images made before
-/// it, or tokens a subscription account's call billed for none), or else the tokens on the
-/// upstream's own final event.
+/// it, or tokens a subscription account's call billed for none), and the tokens on the upstream's
+/// own final event (a subscription account's `response.failed` for a limit met in its last call,
+/// whose images made before are the spent ones: the two never count the same call).
 pub fn record_failure_tokens(usage: &mut UsageRecorder, failure: &Failure) {
-    match failure.spent.as_deref() {
-        Some(spent) => usage.spent(spent, "a failed call"),
-        None => record_final_event_tokens(usage, failure),
+    if let Some(spent) = failure.spent.as_deref() {
+        usage.spent(spent, "a failed call");
     }
+    record_final_event_tokens(usage, failure);
 }
 
 /// Records the tokens of the upstream's own final event of a failed call (a `response.failed`
