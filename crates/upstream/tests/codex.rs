@@ -110,10 +110,10 @@ fn refused_after_image_sse() -> String {
     format!("event: response.failed\ndata: {failed}\n\n")
 }
 
-#[tokio::test]
-async fn a_call_refused_after_its_image_adds_what_it_billed_to_the_images_made_before() {
+/// An upstream whose first call makes its image and whose next ones have theirs refused once
+/// made, and billed.
+async fn image_then_refused_image() -> MockServer {
     let server = MockServer::start().await;
-    // The first image is made; the second call's image is refused once made, and billed.
     Mock::given(path("/v1/responses"))
         .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
         .up_to_n_times(1)
@@ -125,6 +125,12 @@ async fn a_call_refused_after_its_image_adds_what_it_billed_to_the_images_made_b
         .with_priority(2)
         .mount(&server)
         .await;
+    server
+}
+
+#[tokio::test]
+async fn a_call_refused_after_its_image_adds_what_it_billed_to_the_images_made_before() {
+    let server = image_then_refused_image().await;
     let params = params(ImageParamsDraft {
         n: Some(2),
         ..prompt_only("two cats")
@@ -148,18 +154,7 @@ async fn a_call_refused_after_its_image_adds_what_it_billed_to_the_images_made_b
 
 #[tokio::test]
 async fn a_streamed_call_refused_after_its_image_fails_with_only_its_own_billed_tokens() {
-    let server = MockServer::start().await;
-    Mock::given(path("/v1/responses"))
-        .respond_with(sse(image_call_sse("SU1BR0U=", &[])))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(path("/v1/responses"))
-        .respond_with(sse(refused_after_image_sse()))
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    let server = image_then_refused_image().await;
     let params = params(ImageParamsDraft {
         n: Some(2),
         stream: Some(true),
