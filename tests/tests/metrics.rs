@@ -100,3 +100,42 @@ async fn metrics_count_requests_and_show_cooldowns() {
         "cooldown {cooling} in\n{text}"
     );
 }
+
+#[tokio::test]
+async fn requests_refused_before_a_usage_record_are_counted_too() {
+    let s = setup();
+    for key in ["sk-ig-nope", ""] {
+        let refused = s
+            .client
+            .post(s.gateway.v1("/images/generations"))
+            .bearer_auth(key)
+            .json(&json!({"model": "gpt-image-2", "prompt": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 401);
+    }
+    let text = scrape(&s).await;
+    let series = "imagegate_requests_total{endpoint=\"/v1/images/generations\",status=\"401\",model=\"none\",size_class=\"none\"}";
+    assert_eq!(value(&text, series), 2.0, "{text}");
+    let timed =
+        "imagegate_request_duration_seconds_count{endpoint=\"/v1/images/generations\",size_class=\"none\"}";
+    assert_eq!(value(&text, timed), 2.0, "{text}");
+}
+
+#[tokio::test]
+async fn a_responses_request_is_counted_under_the_size_class_it_was_served_as() {
+    let s = setup();
+    let body = json!({"model": "gpt-5", "input": "two pictures",
+        "tools": [{"type": "image_generation", "size": "1024x1024", "quality": "low"},
+                  {"type": "image_generation", "size": "3840x2160", "quality": "low"}]});
+    let response = s.post_json("/responses", body).send().await.unwrap();
+    let status = response.status();
+    response.bytes().await.unwrap();
+    let text = scrape(&s).await;
+    let series = format!(
+        "imagegate_requests_total{{endpoint=\"/v1/responses\",status=\"{}\",model=\"gpt-5\",size_class=\"large\"}}",
+        status.as_u16()
+    );
+    assert_eq!(value(&text, &series), 1.0, "{text}");
+}

@@ -18,6 +18,8 @@ use imagegate_domain::ErrorKind;
 use imagegate_store::{AuthContext, KeyCheck, KeyRefusal};
 
 use crate::http::error::HttpError;
+use crate::http::request_id::Arrived;
+use crate::metrics::RequestObservation;
 use crate::state::AppState;
 
 /// The authenticated caller of a `/v1` request.
@@ -28,27 +30,46 @@ impl FromRequestParts<Arc<AppState>> for Caller {
     type Rejection = HttpError;
 
     async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
-        let presented = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(bearer_token)
-            .ok_or_else(|| HttpError::new(ApiError::invalid_api_key()))?;
-        match state.keys.check(presented).await {
-            Ok(KeyCheck::Valid(context)) => Ok(Caller(context)),
-            Ok(KeyCheck::Unknown) => Err(HttpError::new(ApiError::invalid_api_key())),
-            Ok(KeyCheck::Refused(refusal)) => Err(HttpError::new(ApiError::new(
-                ErrorKind::InvalidApiKey,
-                refusal_message(refusal),
-            ))),
-            Err(err) if err.is_unavailable() => {
-                tracing::warn!(error = %err, "key lookup failed: database unavailable");
-                Err(database_unavailable())
-            }
-            Err(err) => {
-                tracing::error!(error = %err, "key lookup failed");
-                Err(HttpError::new(ApiError::internal()))
-            }
+        authenticate(parts, state).await.inspect_err(|refused| {
+            // No usage record is started for a caller not known: the metrics count it here.
+            let arrived = parts.extensions.get::<Arrived>().map(|a| a.0);
+            // The path as the client sent it (`/v1` is nested, and stripped from `parts.uri`).
+            let original = parts.extensions.get::<axum::extract::OriginalUri>();
+            state.metrics.observe(&RequestObservation {
+                endpoint: original.map_or(parts.uri.path(), |uri| uri.0.path()),
+                status: refused.api.status(),
+                model: "",
+                size_class: None,
+                total: arrived.map(|at| at.elapsed()).unwrap_or_default(),
+                upstream: Duration::ZERO,
+                kept_alive: false,
+            });
+        })
+    }
+}
+
+/// The caller presenting the bearer key of `parts`, or the error that refuses it.
+async fn authenticate(parts: &Parts, state: &AppState) -> Result<Caller, HttpError> {
+    let presented = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(bearer_token)
+        .ok_or_else(|| HttpError::new(ApiError::invalid_api_key()))?;
+    match state.keys.check(presented).await {
+        Ok(KeyCheck::Valid(context)) => Ok(Caller(context)),
+        Ok(KeyCheck::Unknown) => Err(HttpError::new(ApiError::invalid_api_key())),
+        Ok(KeyCheck::Refused(refusal)) => Err(HttpError::new(ApiError::new(
+            ErrorKind::InvalidApiKey,
+            refusal_message(refusal),
+        ))),
+        Err(err) if err.is_unavailable() => {
+            tracing::warn!(error = %err, "key lookup failed: database unavailable");
+            Err(database_unavailable())
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "key lookup failed");
+            Err(HttpError::new(ApiError::internal()))
         }
     }
 }

@@ -12,9 +12,16 @@ pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
+/// When the request arrived, for what is timed before a usage record is started.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrived(pub std::time::Instant);
+
 pub async fn layer(mut request: Request, next: Next) -> Response {
     // Always our own: it keys the usage record, so a client must not be able to choose it.
     let id = new_id();
+    request
+        .extensions_mut()
+        .insert(Arrived(std::time::Instant::now()));
     request.extensions_mut().insert(RequestId(id.clone()));
     let span = tracing::info_span!("request", request_id = %id);
     let mut response = next.run(request).instrument(span).await;

@@ -87,7 +87,13 @@ fn prepare(
         tools.push(validate_image_tool(Default::default(), &app.catalog)?);
     }
     pin_tools(&mut body, &tools);
-    if let Some(tool) = tools.first() {
+    // The tool that decides the request's size class (the first large one, else the first), as
+    // the dispatch and the deadline do.
+    let deciding = tools
+        .iter()
+        .find(|t| t.size.size_class() == SizeClass::Large)
+        .or(tools.first());
+    if let Some(tool) = deciding {
         usage.tool(
             &tool.size.to_string(),
             tool.quality.as_str(),

@@ -103,6 +103,9 @@ pub(super) struct ScrapeGauges {
     account_usable: Family<AccountLabels, Gauge>,
     /// One gauge per entry of [`USAGE_GAUGES`], with its getter.
     usage: Vec<(Gauge, UsageGetter)>,
+    /// Held from a scrape's update of these gauges to the end of its encoding: another scrape
+    /// clearing the account families in between would leave this one's output without them.
+    scraping: parking_lot::Mutex<()>,
 }
 
 impl ScrapeGauges {
@@ -130,6 +133,7 @@ impl ScrapeGauges {
             account_cooldown,
             account_usable,
             usage,
+            scraping: parking_lot::Mutex::new(()),
         }
     }
 
@@ -202,6 +206,7 @@ fn saturating_i64(value: u64) -> i64 {
 /// `pool` is `None` when the pool state could not be read (its gauges are then left out rather
 /// than reported stale).
 pub fn render(metrics: &Metrics, pool: Option<&PoolSnapshot>, writer: &WriterStats) -> String {
+    let _scraping = metrics.scrape.scraping.lock();
     metrics.scrape.update(pool, writer);
     let mut out = String::with_capacity(8 * 1024);
     if let Err(err) = prometheus_client::encoding::text::encode(&mut out, &metrics.registry) {

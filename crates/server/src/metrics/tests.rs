@@ -197,3 +197,32 @@ fn scrapes_show_the_pool_and_the_usage_queue() {
     let text = render(&m, Some(&empty), &writer);
     assert!(!text.contains("account=\"7\""), "{text}");
 }
+
+#[test]
+fn scrapes_at_once_each_show_every_account() {
+    let m = std::sync::Arc::new(metrics());
+    let now = UnixMillis(1_700_000_000_000);
+    let spec = AccountSpec::new("1", Tier::Pro, &["g"]);
+    let pool = std::sync::Arc::new(PoolSnapshot {
+        at: now,
+        accounts: vec![AccountSnapshot::new(&spec, None, now)],
+    });
+    let scrapers: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, pool) = (std::sync::Arc::clone(&m), std::sync::Arc::clone(&pool));
+            std::thread::spawn(move || {
+                (0..200)
+                    .filter(|_| {
+                        !render(&m, Some(&pool), &WriterStats::default())
+                            .contains("imagegate_account_usable{account=\"1\"} 1")
+                    })
+                    .count()
+            })
+        })
+        .collect();
+    let missing: usize = scrapers.into_iter().map(|s| s.join().unwrap()).sum();
+    assert_eq!(
+        missing, 0,
+        "scrapes whose output lacked the account, another scrape having cleared it"
+    );
+}
