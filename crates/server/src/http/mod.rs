@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod error;
 mod images;
+pub mod in_span;
 mod internal;
 mod json_keepalive;
 mod linger;

@@ -207,7 +207,8 @@ fn respond(
                 .accounts
                 .target(held.lease.account())
                 .is_some_and(|target| target.kind == imagegate_upstream::AccountKind::Codex);
-            let body = Body::from_stream(relay_events(events, kind, keepalive, usage, held, call_per_image));
+            let events = relay_events(events, kind, keepalive, usage, held, call_per_image);
+            let body = Body::from_stream(crate::http::in_span::in_current_span(events));
             let mut response = (StatusCode::OK, body).into_response();
             let headers = response.headers_mut();
             headers.insert(

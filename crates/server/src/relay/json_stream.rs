@@ -116,6 +116,7 @@ pub fn streamed_images_body(
             _ => Some((Ok(chunk), Some(passing))),
         }
     });
+    let body = crate::http::in_span::in_current_span(body);
     let mut response = (StatusCode::OK, Body::from_stream(body)).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -227,7 +228,10 @@ impl Drop for Passing {
             return;
         };
         let rest = std::mem::replace(&mut self.rest, futures::stream::empty().boxed());
-        runtime.spawn(read_abandoned(rest, summary, usage));
+        // In the request's span: the body is dropped inside it (`http::in_span`).
+        runtime.spawn(tracing::Instrument::in_current_span(read_abandoned(
+            rest, summary, usage,
+        )));
     }
 }
 

@@ -346,7 +346,8 @@ impl Drop for Relay {
             call_per_image: self.call_per_image,
             done: true,
         };
-        runtime.spawn(read_abandoned(rest));
+        // In the request's span: the body is dropped inside it (`http::in_span`).
+        runtime.spawn(tracing::Instrument::in_current_span(read_abandoned(rest)));
     }
 }
 
