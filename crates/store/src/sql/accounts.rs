@@ -38,7 +38,7 @@ pub(super) async fn create_account(
 ) -> StoreResult<Account> {
     check_name("account", &new.name)?;
     let now = Timestamp::now().unix_ms();
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO accounts (name, kind, base_url, tier, priority, concurrency_standard, \
          concurrency_large, status, main_model, fallback_models, created_at, updated_at) \
@@ -130,7 +130,7 @@ pub(super) async fn update_account(
         Some(None) => Some(None),
         None => None,
     };
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
     let done = sqlx::query(
         "UPDATE accounts SET name = COALESCE($2, name), \
          base_url = CASE WHEN $3 THEN $4 ELSE base_url END, \

@@ -189,7 +189,7 @@ pub(super) async fn touch_keys(pool: &Pool<Db>, uses: &[KeyUse]) -> StoreResult<
     if uses.is_empty() {
         return Ok(());
     }
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
     for key_use in uses {
         sqlx::query(
             "UPDATE api_keys SET last_used_at = $2 WHERE id = $1 \

@@ -81,7 +81,7 @@ pub(super) async fn insert_usage_batch(pool: &Pool<Db>, records: &[UsageRecord])
         return Ok(0);
     }
     let mut inserted = 0;
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
     let mut rest = records;
     for size in statement_sizes(records.len()) {
         let (chunk, after) = rest.split_at(size.min(rest.len()));

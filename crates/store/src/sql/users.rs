@@ -151,7 +151,7 @@ pub(super) async fn group_memberships(pool: &Pool<Db>) -> StoreResult<BTreeMap<G
 
 /// Replaces the members of `id` in one transaction: nobody sees half a list.
 pub(super) async fn set_group_members(pool: &Pool<Db>, id: GroupId, members: &[UserId]) -> StoreResult<()> {
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
     let found: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE id = $1")
         .bind(id.0)
         .fetch_optional(&mut *tx)

@@ -20,6 +20,11 @@ use crate::priority::{NamedThread, UsageLane};
 type Db = sqlx::Sqlite;
 type BackendStore = SqliteStore;
 const BACKEND: Backend = Backend::Sqlite;
+/// How a transaction that writes begins: with the write lock taken at once. A deferred one that
+/// reads first and then writes cannot wait for a writer still holding the lock (a transaction
+/// being rolled back, say): SQLite answers it `database is locked` at once instead of waiting
+/// out the busy timeout, since its snapshot may be stale by the time the lock frees.
+const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// Most rows per usage INSERT statement. SQLite does the insert on the gateway's own CPU, in one
 /// uninterrupted run per statement, and the scheduler lets a batch-policy thread that has waited
 /// run until the next 4 ms tick: with 256 rows a statement kept every request waiting for 1-7 ms

@@ -79,6 +79,36 @@ impl TestDb {
         }
     }
 
+    /// Another process's write: runs `sql` in a transaction of its own, which holds the database's
+    /// write lock (SQLite) for `hold` before it commits; returns once `sql` ran, with the commit to
+    /// wait for.
+    pub async fn write_meanwhile(
+        &self,
+        sql: &'static str,
+        hold: std::time::Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        match self.kind {
+            Kind::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
+                sqlx::query(sql).execute(&mut conn).await.unwrap();
+                tokio::spawn(async move {
+                    tokio::time::sleep(hold).await;
+                    sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
+                })
+            }
+            Kind::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+                sqlx::query(sql).execute(&mut conn).await.unwrap();
+                tokio::spawn(async move {
+                    tokio::time::sleep(hold).await;
+                    sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
+                })
+            }
+        }
+    }
+
     /// Runs `sql` with `bytes` bound to `$1`.
     pub async fn execute_with_bytes(&self, sql: &str, bytes: &[u8]) {
         match self.kind {

@@ -12,7 +12,8 @@ crate::on_every_backend!(
     a_restricted_group_is_for_its_members_and_admins,
     replacing_the_members_is_all_or_nothing,
     every_group_s_members_come_in_one_list,
-    a_database_from_before_group_access_keeps_every_group_open
+    a_database_from_before_group_access_keeps_every_group_open,
+    a_change_that_reads_first_waits_for_another_writer
 );
 
 async fn user(store: &Arc<dyn Store>, name: &str, is_admin: bool) -> User {
@@ -200,4 +201,23 @@ async fn a_database_from_before_group_access_keeps_every_group_open(db: Arc<Test
     assert!(groups.iter().all(|g| !g.restricted), "{groups:?}");
     assert!(upgraded.authenticate(made.key.expose()).await.unwrap().is_some());
     assert!(upgraded.group_members(team.id).await.unwrap().is_empty());
+}
+
+async fn a_change_that_reads_first_waits_for_another_writer(db: Arc<TestDb>) {
+    let store = &db.store;
+    let carol = user(store, "carol", false).await;
+    let vip = store.create_group("vip").await.unwrap();
+    // Another process (an admin command, another gateway on the same file) is writing. The change
+    // reads the group before it writes: it must wait for that writer and then see its commit, not
+    // fail with "database is locked" because what it read went stale meanwhile.
+    let other = db
+        .write_meanwhile(
+            "INSERT INTO groups (name, created_at) VALUES ('other', 0)",
+            std::time::Duration::from_millis(300),
+        )
+        .await;
+    store.set_group_members(vip.id, &[carol.id]).await.unwrap();
+    other.await.unwrap();
+    assert_eq!(store.group_members(vip.id).await.unwrap(), [carol.id]);
+    assert!(store.group_by_name("other").await.unwrap().is_some());
 }
