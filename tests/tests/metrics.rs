@@ -74,6 +74,13 @@ async fn metrics_count_requests_and_show_cooldowns() {
     assert_eq!(value(&text, upstream), 2.0, "{text}");
     let overhead = "imagegate_gateway_overhead_seconds_count{endpoint=\"/v1/images/generations\"}";
     assert_eq!(value(&text, overhead), 3.0, "{text}");
+    let waited =
+        "imagegate_pool_wait_seconds_count{endpoint=\"/v1/images/generations\",size_class=\"standard\"}";
+    assert_eq!(
+        value(&text, waited),
+        2.0,
+        "the refused request asked for no account: {text}"
+    );
     assert_eq!(value(&text, "imagegate_requests_in_flight"), 0.0, "{text}");
     assert!(text.contains("imagegate_usage_queue_depth "), "{text}");
 

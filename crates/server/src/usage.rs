@@ -27,6 +27,8 @@ pub struct UsageRecorder {
     upstream: Duration,
     /// When the upstream call whose answer is being relayed began (its end is not known yet).
     upstream_open: Option<Instant>,
+    /// Time spent waiting for a free account slot, over every try; `None` before the first.
+    pool_wait: Option<Duration>,
     /// Accounts left for another one so far, over every try of the request.
     switches: u32,
     /// The request's place among those in flight, left once the record is submitted.
@@ -91,6 +93,7 @@ impl UsageRecorder {
             size_class: None,
             upstream: Duration::ZERO,
             upstream_open: None,
+            pool_wait: None,
             switches: 0,
             entered,
             call_spent: None,
@@ -205,6 +208,11 @@ impl UsageRecorder {
         self.upstream_open = Some(Instant::now());
     }
 
+    /// The request waited `waited` for an account slot (granted or not).
+    pub fn waited_for_account(&mut self, waited: Duration) {
+        self.pool_wait = Some(self.pool_wait.unwrap_or_default().saturating_add(waited));
+    }
+
     /// The upstream's answer has ended (its last event or byte arrived).
     pub fn upstream_closed(&mut self) {
         if let Some(since) = self.upstream_open.take() {
@@ -312,6 +320,7 @@ impl UsageRecorder {
                 size_class: self.size_class,
                 total: elapsed,
                 upstream: self.upstream.min(elapsed),
+                pool_wait: self.pool_wait,
                 kept_alive,
             });
             record.latency_ms = latency;

@@ -42,6 +42,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 size_class: None,
                 total: arrived.map(|at| at.elapsed()).unwrap_or_default(),
                 upstream: Duration::ZERO,
+                pool_wait: None,
                 kept_alive: false,
             });
         })

@@ -67,6 +67,8 @@ pub struct RequestObservation<'a> {
     pub size_class: Option<imagegate_domain::SizeClass>,
     pub total: Duration,
     pub upstream: Duration,
+    /// Time spent waiting for a free account slot (`None`: the request never asked for one).
+    pub pool_wait: Option<Duration>,
     /// The keepalive of a non-streaming answer committed it to `200` before it was made.
     pub kept_alive: bool,
 }
@@ -80,6 +82,7 @@ pub struct Metrics {
     duration: HistogramFamily<LatencyLabels>,
     upstream: HistogramFamily<LatencyLabels>,
     overhead: HistogramFamily<EndpointLabels>,
+    pool_wait: HistogramFamily<LatencyLabels>,
     kept_alive: Family<EndpointLabels, Counter>,
     in_flight: Gauge<i64, AtomicI64>,
     known_models: HashSet<String>,
@@ -89,6 +92,11 @@ pub struct Metrics {
 /// Seconds, from 1 ms to about 10 minutes (image requests take up to 300 s).
 fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 20))
+}
+
+/// Seconds, from 100 µs to about 52 s (the dispatcher's longest wait is `max_wait`).
+fn pool_wait_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_1, 2.0, 20))
 }
 
 /// Seconds, from 20 µs to about 1.3 s: what the gateway adds is small.
@@ -120,6 +128,12 @@ impl Metrics {
             "Request duration minus upstream time: what the gateway itself added",
             overhead.clone(),
         );
+        let pool_wait = HistogramFamily::<LatencyLabels>::new_with_constructor(pool_wait_histogram);
+        registry.register(
+            "pool_wait_seconds",
+            "Time a request waited for a free upstream account slot, every attempt included (part of the gateway overhead)",
+            pool_wait.clone(),
+        );
         let kept_alive = Family::<EndpointLabels, Counter>::default();
         registry.register(
             "json_keepalive_answers",
@@ -135,6 +149,7 @@ impl Metrics {
             duration,
             upstream,
             overhead,
+            pool_wait,
             kept_alive,
             in_flight,
             known_models: known_models.into_iter().collect(),
@@ -180,6 +195,11 @@ impl Metrics {
         self.overhead
             .get_or_create(&EndpointLabels { endpoint })
             .observe(overhead.as_secs_f64());
+        if let Some(waited) = request.pool_wait {
+            self.pool_wait
+                .get_or_create(&latency)
+                .observe(waited.as_secs_f64());
+        }
         if request.kept_alive {
             self.kept_alive.get_or_create(&EndpointLabels { endpoint }).inc();
         }

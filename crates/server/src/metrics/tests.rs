@@ -18,6 +18,7 @@ fn observation(model: &str, status: u16, total_ms: u64, upstream_ms: u64) -> Req
         size_class: Some(SizeClass::Large),
         total: Duration::from_millis(total_ms),
         upstream: Duration::from_millis(upstream_ms),
+        pool_wait: None,
         kept_alive: false,
     }
 }
@@ -224,5 +225,34 @@ fn scrapes_at_once_each_show_every_account() {
     assert_eq!(
         missing, 0,
         "scrapes whose output lacked the account, another scrape having cleared it"
+    );
+}
+
+#[test]
+fn waits_for_an_account_are_timed_for_requests_that_asked_for_one() {
+    let m = metrics();
+    m.observe(&observation("gpt-image-2", 400, 2, 0));
+    m.observe(&RequestObservation {
+        pool_wait: Some(Duration::from_millis(1500)),
+        ..observation("gpt-image-2", 200, 9000, 7000)
+    });
+    m.observe(&RequestObservation {
+        pool_wait: Some(Duration::ZERO),
+        ..observation("gpt-image-2", 200, 7000, 6990)
+    });
+    let text = render(&m, None, &WriterStats::default());
+    let series = "{endpoint=\"/v1/images/generations\",size_class=\"large\"}";
+    assert_eq!(
+        line(&text, &format!("imagegate_pool_wait_seconds_count{series}"))
+            .rsplit(' ')
+            .next(),
+        Some("2"),
+        "the refused request never asked for an account: {text}"
+    );
+    assert_eq!(
+        line(&text, &format!("imagegate_pool_wait_seconds_sum{series}"))
+            .rsplit(' ')
+            .next(),
+        Some("1.5")
     );
 }

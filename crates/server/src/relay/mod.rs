@@ -77,7 +77,10 @@ pub async fn relay(
             image: request.image,
             exclude: tried.clone(),
         };
-        let lease = match app.dispatcher.acquire(&dispatch).await {
+        let asked = std::time::Instant::now();
+        let acquired = app.dispatcher.acquire(&dispatch).await;
+        usage.waited_for_account(asked.elapsed());
+        let lease = match acquired {
             Ok(lease) => lease,
             Err(err) => return Err(noted(pool_failure(err, last, earliest_reset), usage)),
         };
