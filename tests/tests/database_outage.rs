@@ -218,9 +218,12 @@ async fn the_gateway_serves_through_a_database_outage_and_loses_no_usage() {
         .text()
         .await
         .unwrap();
-    assert!(metrics.contains("imagegate_usage_records_spooled 4"), "{metrics}");
     assert!(
-        metrics.contains("imagegate_usage_records_replayed 4"),
+        metrics.contains("imagegate_usage_records_spooled_total 4"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("imagegate_usage_records_replayed_total 4"),
         "{metrics}"
     );
     // New keys work again once the failure hold (5 s) after the last failed lookup is over.

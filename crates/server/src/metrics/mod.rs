@@ -9,13 +9,15 @@
 //! | `imagegate_request_duration_seconds` | endpoint, size_class | arrival to last byte |
 //! | `imagegate_upstream_duration_seconds` | endpoint, size_class | time spent waiting on upstream calls (every attempt, up to the upstream's last byte) |
 //! | `imagegate_gateway_overhead_seconds` | endpoint | the request's duration minus its upstream time |
+//! | `imagegate_pool_wait_seconds` | endpoint, size_class | time waiting for a free account slot (part of the overhead) |
 //! | `imagegate_requests_in_flight` | – | requests being served |
 //!
 //! Read at scrape time: `imagegate_account_in_flight{account,size_class}`,
 //! `imagegate_account_limit{account,size_class}`, `imagegate_account_cooldown_seconds{account,scope}`
 //! (seconds left), `imagegate_account_usable{account}`, the usage writer's
-//! `imagegate_usage_queue_depth` and its written / rejected / spooled / replayed counts and
-//! `imagegate_usage_spool_write_failures`.
+//! `imagegate_usage_queue_depth` (a gauge) and its counters: records written, rejected, spooled,
+//! replayed and set aside (`imagegate_usage_records_*_total`) and
+//! `imagegate_usage_spool_write_failures_total`.
 //!
 //! Label values are bounded: `model` is an accepted model id or `other`, never what a client typed.
 

@@ -1,6 +1,7 @@
-//! Gauges read at scrape time: the pool's load and cooldowns, the usage writer's queue.
+//! Metrics read at scrape time: the pool's load and cooldowns, the usage writer's queue and counters.
 
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -51,14 +52,17 @@ const CLASS_GAUGES: [(&str, &str, ClassGetter); 2] = [
 /// The size classes of [`CLASS_GAUGES`] and their label values.
 const CLASSES: [(SizeClass, &str); 2] = [(SizeClass::Large, "large"), (SizeClass::Standard, "standard")];
 
-/// Gauges of the usage writer: metric name, help text, and the value from the writer's counters.
-/// Registered (so rendered) in this order, after the per-account gauges.
-const USAGE_GAUGES: [(&str, &str, UsageGetter); 7] = [
-    (
-        "usage_queue_depth",
-        "Usage records accepted but not yet written to the database",
-        |writer| writer.pending as u64,
-    ),
+/// The usage writer's queue: metric name, help text, and the value from the writer's stats.
+const USAGE_QUEUE: (&str, &str, UsageGetter) = (
+    "usage_queue_depth",
+    "Usage records accepted but not yet written to the database",
+    |writer| writer.pending as u64,
+);
+
+/// Counters of the usage writer (they only grow over a process's life; exposed with `_total`):
+/// metric name, help text, and the value from the writer's stats. Registered (so rendered) in
+/// this order, after the queue.
+const USAGE_COUNTERS: [(&str, &str, UsageGetter); 6] = [
     (
         "usage_records_written",
         "Usage records written by this process",
@@ -101,8 +105,10 @@ pub(super) struct ScrapeGauges {
     account_class: Vec<(Family<ClassLabels, Gauge>, ClassGetter)>,
     account_cooldown: Family<CooldownLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     account_usable: Family<AccountLabels, Gauge>,
-    /// One gauge per entry of [`USAGE_GAUGES`], with its getter.
-    usage: Vec<(Gauge, UsageGetter)>,
+    /// The writer's queue ([`USAGE_QUEUE`]).
+    usage_queue: (Gauge, UsageGetter),
+    /// One counter per entry of [`USAGE_COUNTERS`], with its getter.
+    usage_counters: Vec<(Counter, UsageGetter)>,
     /// Held from a scrape's update of these gauges to the end of its encoding: another scrape
     /// clearing the account families in between would leave this one's output without them.
     scraping: parking_lot::Mutex<()>,
@@ -124,7 +130,9 @@ impl ScrapeGauges {
             "account_usable",
             "1 when an account is active with status ok, else 0",
         );
-        let usage = USAGE_GAUGES
+        let (name, help, get) = USAGE_QUEUE;
+        let usage_queue = (registered(registry, name, help), get);
+        let usage_counters = USAGE_COUNTERS
             .iter()
             .map(|&(name, help, get)| (registered(registry, name, help), get))
             .collect();
@@ -132,14 +140,19 @@ impl ScrapeGauges {
             account_class,
             account_cooldown,
             account_usable,
-            usage,
+            usage_queue,
+            usage_counters,
             scraping: parking_lot::Mutex::new(()),
         }
     }
 
     fn update(&self, pool: Option<&PoolSnapshot>, writer: &WriterStats) {
-        for (gauge, get) in &self.usage {
-            gauge.set(saturating_i64(get(writer)));
+        let (queue, get) = &self.usage_queue;
+        queue.set(saturating_i64(get(writer)));
+        // Each counter follows the writer's own total (scrapes run one at a time).
+        for (counter, get) in &self.usage_counters {
+            let total = get(writer);
+            counter.inc_by(total.saturating_sub(counter.get()));
         }
         // Accounts come and go: start from empty families so removed ones disappear.
         for (family, _) in &self.account_class {

@@ -184,11 +184,38 @@ fn scrapes_show_the_pool_and_the_usage_queue() {
         "{text}"
     );
     assert!(text.contains("imagegate_usage_queue_depth 12"), "{text}");
-    assert!(text.contains("imagegate_usage_records_written 40"), "{text}");
-    assert!(text.contains("imagegate_usage_records_spooled 9"), "{text}");
-    assert!(text.contains("imagegate_usage_records_replayed 7"), "{text}");
-    assert!(text.contains("imagegate_usage_spool_write_failures 2"), "{text}");
-    assert!(text.contains("imagegate_usage_records_set_aside 3"), "{text}");
+    assert!(
+        text.contains("imagegate_usage_records_written_total 40"),
+        "{text}"
+    );
+    assert!(text.contains("imagegate_usage_records_spooled_total 9"), "{text}");
+    assert!(
+        text.contains("imagegate_usage_records_replayed_total 7"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imagegate_usage_spool_write_failures_total 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imagegate_usage_records_set_aside_total 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE imagegate_usage_records_written counter"),
+        "{text}"
+    );
+    // A later scrape follows the writer's totals.
+    let later = WriterStats {
+        written: 55,
+        ..writer
+    };
+    let text = render(&m, Some(&pool), &later);
+    assert!(
+        text.contains("imagegate_usage_records_written_total 55"),
+        "{text}"
+    );
+    assert!(text.contains("imagegate_usage_records_spooled_total 9"), "{text}");
 
     // An account removed from the pool disappears from the next scrape.
     let empty = PoolSnapshot {
