@@ -451,11 +451,8 @@ async fn a_stream_its_client_left_between_images_has_the_call_under_way_read_to_
     assert_eq!(token(&stats, "at-sub")["by_path"]["/v1/responses"], 2);
 }
 
-#[tokio::test]
-async fn a_stream_whose_second_call_reports_no_usage_is_billed_the_first_calls() {
-    let c = codex_setup(&fresh_credential("at-sub"));
-    c.s.sim_fault(json!({"fault": "no_usage", "after": 1, "times": 1, "path": "/v1/responses"}))
-        .await;
+/// The events of a streamed request for two images (answered 200).
+async fn stream_two_foxes(c: &Codex) -> Vec<(String, Value)> {
     let response =
         c.s.post_json(
             "/images/generations",
@@ -466,12 +463,25 @@ async fn a_stream_whose_second_call_reports_no_usage_is_billed_the_first_calls()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let events = parse_sse(&response.text().await.unwrap());
-    let completed: Vec<&Value> = events
+    parse_sse(&response.text().await.unwrap())
+}
+
+/// The usage on each `image_generation.completed` event of `events`.
+fn completed_usages(events: &[(String, Value)]) -> Vec<&Value> {
+    events
         .iter()
         .filter(|(name, _)| name == "image_generation.completed")
         .map(|(_, data)| &data["usage"])
-        .collect();
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stream_whose_second_call_reports_no_usage_is_billed_the_first_calls() {
+    let c = codex_setup(&fresh_credential("at-sub"));
+    c.s.sim_fault(json!({"fault": "no_usage", "after": 1, "times": 1, "path": "/v1/responses"}))
+        .await;
+    let events = stream_two_foxes(&c).await;
+    let completed = completed_usages(&events);
     assert_eq!(completed.len(), 2, "{events:?}");
     assert_eq!(
         completed[0], completed[1],
@@ -523,22 +533,8 @@ async fn a_stream_whose_second_image_is_refused_is_billed_both_images_once() {
     let c = codex_setup(&fresh_credential("at-sub"));
     c.s.sim_fault(json!({"fault": "refused_after_image", "after": 1, "times": 1, "path": "/v1/responses"}))
         .await;
-    let response =
-        c.s.post_json(
-            "/images/generations",
-            json!({"model": "gpt-image-2", "prompt": "two foxes", "size": "1024x1024",
-            "quality": "low", "n": 2, "stream": true}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let events = parse_sse(&response.text().await.unwrap());
-    let completed: Vec<&Value> = events
-        .iter()
-        .filter(|(name, _)| name == "image_generation.completed")
-        .map(|(_, data)| &data["usage"])
-        .collect();
+    let events = stream_two_foxes(&c).await;
+    let completed = completed_usages(&events);
     assert_eq!(completed.len(), 1, "{events:?}");
     assert!(
         events.iter().any(|(name, _)| name == "error"),

@@ -116,6 +116,13 @@ struct KeyUsage {
 }
 
 impl Counters {
+    /// Moves the next token on once `used` took the current one.
+    fn advance_past(&mut self, used: Option<u64>) {
+        if used.is_some() {
+            self.next_token = self.next_token.wrapping_add(1);
+        }
+    }
+
     /// Every [`SWEEP_EVERY`] admissions, forgets the keys whose window emptied and that hold
     /// nothing.
     fn sweep_now_and_then(&mut self, now: UnixMillis) {
@@ -133,6 +140,18 @@ impl Counters {
 }
 
 impl KeyUsage {
+    /// Counts one admitted request: its start, under a rate limit, and its slot as `token`, under a
+    /// concurrency limit (then returned).
+    fn count(&mut self, limits: KeyLimits, now: UnixMillis, token: u64) -> Option<u64> {
+        if limits.requests_per_minute.is_some() {
+            self.recent_starts.push_back(now);
+        }
+        limits.max_concurrency.map(|_| {
+            self.in_flight.insert(token);
+            token
+        })
+    }
+
     /// Drops the starts that left the window by `now`.
     fn forget_starts_before(&mut self, now: UnixMillis) {
         while self
@@ -168,16 +187,8 @@ impl MemoryKeyLimiter {
         let token = counters.next_token;
         let usage = counters.keys.entry(key.to_owned()).or_default();
         usage.forget_starts_before(now);
-        if limits.requests_per_minute.is_some() {
-            usage.recent_starts.push_back(now);
-        }
-        let token = limits.max_concurrency.map(|_| {
-            usage.in_flight.insert(token);
-            token
-        });
-        if token.is_some() {
-            counters.next_token = counters.next_token.wrapping_add(1);
-        }
+        let token = usage.count(limits, now, token);
+        counters.advance_past(token);
         token
     }
 }
@@ -219,19 +230,11 @@ impl KeyLimiter for MemoryKeyLimiter {
             let retry_after = frees_at.since(now).max(Duration::from_millis(1));
             return Err(KeyLimitError::TooManyRequests { limit, retry_after });
         }
-        if limits.requests_per_minute.is_some() {
-            usage.recent_starts.push_back(now);
-        }
-        let token = limits.max_concurrency.map(|_| {
-            usage.in_flight.insert(token);
-            token
-        });
+        let token = usage.count(limits, now, token);
         if usage.in_flight.is_empty() && usage.recent_starts.is_empty() {
             counters.keys.remove(key);
         }
-        if token.is_some() {
-            counters.next_token = counters.next_token.wrapping_add(1);
-        }
+        counters.advance_past(token);
         Ok(KeyAdmission { token })
     }
 

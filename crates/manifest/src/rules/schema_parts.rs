@@ -262,6 +262,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::model::keys;
 
     /// Every error of `value` as (instance pointer, schema path, message), validated whole.
     fn whole(value: &Value) -> BTreeSet<(String, String, String)> {
@@ -335,32 +336,12 @@ mod tests {
             .prop_map(|s| Value::String(s.to_owned())),
         ];
         leaf.prop_recursive(4, 48, 6, |inner| {
-            let keys = prop::sample::select(vec![
-                "schema_version",
-                "generated_at",
-                "repository",
-                "skills",
-                "apis",
-                "name",
-                "git_url",
-                "raw_base_url",
-                "branch",
-                "version",
-                "title",
-                "description",
-                "path",
-                "package",
-                "sha256",
-                "size_bytes",
-                "api_docs",
-                "tags",
-                "agents",
-                "id",
-                "product",
-                "language",
-                "source_urls",
-                "x",
-            ]);
+            // Every key the format defines, once, and one it does not.
+            let mut known: Vec<&'static str> = [keys::TOP, keys::REPOSITORY, keys::SKILL, keys::API].concat();
+            known.sort_unstable();
+            known.dedup();
+            known.push("x");
+            let keys = prop::sample::select(known);
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
                 prop::collection::vec((keys, inner), 0..8)
