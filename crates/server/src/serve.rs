@@ -264,14 +264,22 @@ pub async fn run(
     Ok(())
 }
 
+/// Re-reads the accounts every [`ACCOUNT_REFRESH`] until the shutdown begins. A refresh under way
+/// then is dropped (the next process reads the accounts afresh): against a database that stopped
+/// answering it would wait out the pool's acquire timeout, and the usage writer, shut down after
+/// this task ends, must not start that much later.
 async fn refresh_accounts(state: Arc<AppState>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(ACCOUNT_REFRESH);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
-            _ = tick.tick() => {
-                if let Err(err) = state.accounts.refresh().await {
+            _ = tick.tick() => {}
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            refreshed = state.accounts.refresh() => {
+                if let Err(err) = refreshed {
                     tracing::warn!(error = %err, "could not refresh upstream accounts");
                 }
             }

@@ -219,17 +219,40 @@ impl Flusher {
     }
 
     /// One insert, cut short by the write timeout or the shutdown deadline.
-    async fn attempt(&self, batch: &[UsageRecord]) -> Result<u64, WriteFailure> {
+    async fn attempt(&mut self, batch: &[UsageRecord]) -> Result<u64, WriteFailure> {
         self.backend.set_priority(self.priority());
-        let (until, what) = self.call_deadline();
-        match tokio::time::timeout_at(until, self.backend.insert_usage_batch(batch)).await {
+        let backend = Arc::clone(&self.backend);
+        match self.call(backend.insert_usage_batch(batch)).await {
             Ok(result) => result.map_err(|e| WriteFailure::from(&e)),
-            Err(_) => Err(WriteFailure {
+            Err(what) => Err(WriteFailure {
                 message: format!("{what} reached during a write"),
                 refusal: false,
                 of_a_value: false,
             }),
         }
+    }
+
+    /// Runs one database call until its deadline (`Err` names what ended it). A stop asked for
+    /// while it runs begins the shutdown there and then, and cuts the call to the shutdown's
+    /// shorter limit: a call into a silent database must not keep its whole write timeout past
+    /// the stop, when the records have to be on disk before the orchestrator's kill.
+    async fn call<T>(&mut self, call: impl Future<Output = T>) -> Result<T, &'static str> {
+        let mut call = std::pin::pin!(call);
+        let (until, what) = self.call_deadline();
+        if self.deadline.is_none() {
+            tokio::select! {
+                biased;
+                done = tokio::time::timeout_at(until, call.as_mut()) => return done.map_err(|_| what),
+                () = self.stop.notified() => self.begin_shutdown(),
+            }
+        }
+        let (stopping_until, stopping_what) = self.call_deadline();
+        let (until, what) = if stopping_until < until {
+            (stopping_until, stopping_what)
+        } else {
+            (until, what)
+        };
+        tokio::time::timeout_at(until, call).await.map_err(|_| what)
     }
 
     /// Stores a batch the database refused as a whole, in halves and halves of halves, until each
@@ -412,6 +435,7 @@ impl Flusher {
                     }
                 },
                 Err(failure) => {
+                    self.failed_since_shutdown |= self.deadline.is_some();
                     result = Err(failure.message);
                     break;
                 }
@@ -456,7 +480,7 @@ impl Flusher {
     }
 
     /// Counts a stored batch and moves its keys' `last_used_at` forward.
-    async fn on_written(&self, batch: &[UsageRecord], inserted: u64) {
+    async fn on_written(&mut self, batch: &[UsageRecord], inserted: u64) {
         let len = u64::try_from(batch.len()).unwrap_or(u64::MAX);
         self.counters.written.fetch_add(inserted, Ordering::Relaxed);
         self.counters
@@ -479,12 +503,12 @@ impl Flusher {
             .into_iter()
             .map(|(key_id, at)| KeyUse { key_id, at })
             .collect();
-        let (until, what) = self.call_deadline();
-        match tokio::time::timeout_at(until, self.backend.touch_keys(&uses)).await {
+        let backend = Arc::clone(&self.backend);
+        match self.call(backend.touch_keys(&uses)).await {
             Ok(Ok(())) => {}
             // Only `last_used_at` lags; the usage itself is stored.
             Ok(Err(error)) => tracing::warn!(%error, "updating last_used_at of keys failed"),
-            Err(_) => tracing::warn!("updating last_used_at of keys failed: {what} reached"),
+            Err(what) => tracing::warn!("updating last_used_at of keys failed: {what} reached"),
         }
     }
 }

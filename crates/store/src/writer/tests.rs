@@ -528,6 +528,81 @@ async fn at_shutdown_a_silent_database_gets_one_short_try_before_the_spool() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_stop_during_a_write_into_a_silent_database_cuts_that_write_short() {
+    // The database went silent while a batch was being written: that write has its whole 15 s
+    // write timeout ahead of it when the stop comes.
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(FakeBackend::default());
+    backend.hang.store(true, Ordering::SeqCst);
+    let cfg = UsageWriterConfig {
+        shutdown_timeout: Duration::from_secs(30),
+        ..config()
+    };
+    let (sink, writer) =
+        UsageWriter::spawn_with(backend.clone(), cfg, Some(UsageSpool::open(dir.path()).unwrap()));
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| backend.attempts.load(Ordering::SeqCst) == 1).await;
+    let started = tokio::time::Instant::now();
+    let stopping = tokio::spawn(writer.shutdown());
+    wait_until(|| sink.stats().spooled == 3).await;
+    // Virtual time: the write under way gets the shutdown's 3 s, not what is left of its 15 s.
+    assert!(
+        started.elapsed() <= Duration::from_secs(4),
+        "spooled {:?} after the stop",
+        started.elapsed()
+    );
+    let stats = stopping.await.unwrap().unwrap();
+    assert_eq!(stats.spooled, 3);
+    assert_eq!(
+        backend.attempts.load(Ordering::SeqCst),
+        1,
+        "the write was cut, not tried again"
+    );
+    assert!(
+        started.elapsed() <= Duration::from_secs(4),
+        "exited after {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_during_a_replay_into_a_silent_database_cuts_that_replay_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(FakeBackend::default());
+    backend.fail_always.store(true, Ordering::SeqCst);
+    let cfg = UsageWriterConfig {
+        flush_interval: Duration::from_millis(200),
+        shutdown_timeout: Duration::from_secs(30),
+        ..config()
+    };
+    let (sink, writer) =
+        UsageWriter::spawn_with(backend.clone(), cfg, Some(UsageSpool::open(dir.path()).unwrap()));
+    for i in 0..3 {
+        sink.record(record(i)).unwrap();
+    }
+    wait_until(|| sink.stats().spooled == 3).await;
+    // The database stops answering at all; the next replay hangs in its write.
+    backend.hang.store(true, Ordering::SeqCst);
+    backend.fail_always.store(false, Ordering::SeqCst);
+    let before = backend.attempts.load(Ordering::SeqCst);
+    wait_until(|| backend.attempts.load(Ordering::SeqCst) == before + 1).await;
+    let started = tokio::time::Instant::now();
+    let stats = writer.shutdown().await.unwrap();
+    assert!(
+        started.elapsed() <= Duration::from_secs(4),
+        "exited {:?} after the stop",
+        started.elapsed()
+    );
+    assert_eq!(stats.replayed, 0);
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().count() > 0,
+        "the spool stays for the next process"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn replayed_records_are_counted_as_soon_as_they_are_in_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Arc::new(FakeBackend::default());
