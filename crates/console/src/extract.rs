@@ -91,6 +91,9 @@ impl FromRequestParts<ConsoleState> for Admin {
     }
 }
 
+/// The most flash messages a session keeps for its next page.
+const MAX_PENDING_FLASHES: usize = 5;
+
 impl SignedIn {
     /// The page frame, consuming the pending flash messages.
     pub async fn layout(
@@ -127,9 +130,14 @@ impl SignedIn {
         Ok(reveal)
     }
 
-    /// Queues `flash` for the next page and redirects (303) to `to`.
+    /// Queues `flash` for the next page and redirects (303) to `to`. Only the newest
+    /// [`MAX_PENDING_FLASHES`] wait: a client that posts and never loads a page does not grow its
+    /// session (copied, and in Redis sealed, on every request) without end.
     pub async fn redirect_with(&mut self, state: &ConsoleState, flash: Flash, to: &str) -> PageResult {
-        self.session.flash.push(flash);
+        let flashes = &mut self.session.flash;
+        flashes.push(flash);
+        let excess = flashes.len().saturating_sub(MAX_PENDING_FLASHES);
+        flashes.drain(..excess);
         self.save(state).await?;
         Ok(Redirect::to(to).into_response())
     }

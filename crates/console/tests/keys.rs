@@ -249,6 +249,31 @@ async fn invalid_input_is_explained() {
 }
 
 #[tokio::test]
+async fn posts_never_followed_keep_only_the_newest_messages() {
+    let console = Console::new().await;
+    console.user("alice", "alice-password", false).await;
+    let browser = console.login("alice", "alice-password").await;
+    for _ in 0..40 {
+        console
+            .submit(&browser, "/keys", &[("name", "x"), ("group", "999")])
+            .await;
+    }
+    let last = console
+        .submit(&browser, "/keys", &[("name", "  "), ("group", "1")])
+        .await;
+    let page = console.follow(&last, &browser).await.body;
+    let shown = page.matches("flash-error").count();
+    assert!(
+        (2..=5).contains(&shown),
+        "41 unread messages are cut to the newest few, not {shown}"
+    );
+    assert!(page.contains("Give the key a name."), "the newest one stays");
+    assert!(page.contains("That group does not exist."));
+    let again = console.get("/keys", Some(&browser.cookie)).await.body;
+    assert_eq!(again.matches("flash-error").count(), 0, "shown once");
+}
+
+#[tokio::test]
 async fn users_see_and_touch_only_their_own_keys() {
     let console = Console::new().await;
     let alice = console.user("alice", "alice-password", false).await;
