@@ -568,7 +568,16 @@ async fn a_limit_met_in_a_later_call_is_billed_alike_streamed_or_not() {
                 .send()
                 .await
                 .unwrap();
-        let _ = response.text().await.unwrap();
+        let body = response.text().await.unwrap();
+        if stream {
+            // The client already had one image: the stream ends with the Images API's error
+            // event, which its SDK raises, not with the Responses event the account sent.
+            assert!(
+                body.contains("event: error\n") && body.contains("usage_limit_reached"),
+                "{body:.300}"
+            );
+            assert!(!body.contains("response.failed"), "{body:.300}");
+        }
         let records = c.s.usage_at_least(1).await;
         billed.push(records[0]["tokens"].clone());
     }

@@ -270,9 +270,14 @@ impl Relay {
     }
 
     /// The frame that ends a stream on `failure`: the upstream's own final event when it carried the
-    /// failure, an error event otherwise.
+    /// failure and is an event of this stream's API, an error event otherwise. A subscription
+    /// account makes Images through the Responses API: its `response.failed` means nothing to an
+    /// Images client, whose SDK raises only on an `error` event and would read the stream as ended
+    /// well, short of images.
     fn error_frame(&self, failure: &Failure) -> Bytes {
-        if let Some(event) = &failure.final_event {
+        if self.kind == StreamKind::Responses
+            && let Some(event) = &failure.final_event
+        {
             return frame(event);
         }
         self.error_event(&failure_error(failure).api)
@@ -782,6 +787,16 @@ mod tests {
         let error = String::from_utf8(relay.error_frame(&limited).to_vec()).unwrap();
         assert!(error.starts_with("event: error\n"), "{error}");
         assert!(error.contains(r#""sequence_number":5"#), "{error}");
+
+        // An Images stream served by a subscription account (through the Responses API) ends
+        // with the Images API's own error event.
+        let mut images = responses_relay();
+        images.kind = StreamKind::Images;
+        let ending = images.error_frame(&limited.with_final_event(failed));
+        let ending = String::from_utf8(ending.to_vec()).unwrap();
+        assert!(ending.starts_with("event: error\n"), "{ending}");
+        assert!(ending.contains(r#""code":"usage_limit_reached""#), "{ending}");
+        assert!(!ending.contains("response.failed"), "{ending}");
     }
 
     #[test]
