@@ -1,7 +1,7 @@
-//! The gateway on PostgreSQL (through a TCP proxy the test can cut) keeps serving through a
-//! database outage: keys it has seen keep working, unknown keys get 503 `database_unavailable`,
+//! The gateway on PostgreSQL (through a TCP proxy the test can cut or stall) keeps serving through
+//! a database outage: keys it has seen keep working, unknown keys get 503 `database_unavailable`,
 //! usage records wait in the local spool and all reach the database once it is back, even when
-//! the gateway is killed meanwhile.
+//! the gateway is killed meanwhile; stopped while its database is silent, it does not wait on it.
 
 #![allow(
     clippy::unwrap_used,
@@ -242,6 +242,36 @@ async fn the_gateway_serves_through_a_database_outage_and_loses_no_usage() {
     );
     assert!(gateway.stop());
     assert_eq!(db.usage_rows().await, (8, 8));
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_stopped_while_its_database_is_silent_does_not_wait_on_it() {
+    let db = OutageDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::spawn(&[]);
+    let (used, _) = provision(dir.path(), &db, &sim);
+    let mut gateway = Gateway::spawn(dir.path(), &["--database-url", &db.proxied_url]);
+    let client = reqwest::Client::new();
+    assert_eq!(generate(&client, &gateway, &used).await.status(), 200);
+    assert_eq!(db.wait_for_rows(1).await, (1, 1));
+
+    // The database stops answering (a network black hole, not a refusal). Within one account
+    // refresh interval (5 s) the gateway is waiting on it, for up to the pool's 10 s acquire
+    // timeout.
+    db.proxy.stall();
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    let stopping = std::time::Instant::now();
+    assert!(gateway.stop(), "the gateway exits cleanly");
+    // With nothing in flight and nothing to write, the stop does not wait out that refresh,
+    // which would end 4.5 s after the stop at the soonest; this bound leaves room for a loaded
+    // machine.
+    let took = stopping.elapsed();
+    assert!(
+        took < Duration::from_millis(3_500),
+        "exited {took:?} after SIGTERM"
+    );
+    db.proxy.restore();
     db.drop_database().await;
 }
 

@@ -1,7 +1,7 @@
 //! Test support shared by the imagegate test suites (the store's backend tests and the black-box
 //! end-to-end tests of `imagegate-e2e`, which cannot depend on each other).
 //!
-//! - [`TcpProxy`]: a TCP proxy in front of a server (PostgreSQL, Redis) that a test can cut and
+//! - [`TcpProxy`]: a TCP proxy in front of a server (PostgreSQL, Redis) that a test can cut, stall and
 //!   restore, to play an outage without stopping the shared server.
 //! - [`TestDatabase`]: a fresh PostgreSQL database per test, on the server named by
 //!   `IMAGEGATE_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
