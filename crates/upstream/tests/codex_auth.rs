@@ -249,6 +249,45 @@ async fn forwarded_responses_calls_use_the_token_and_its_refresh_too() {
 }
 
 #[tokio::test]
+async fn a_refresh_that_outlasts_its_calls_deadline_still_keeps_and_saves_the_rotated_token() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .and(body_json(grant("rt-1")))
+        .respond_with(token_answer("at-2", Some("rt-2")).set_delay(Duration::from_millis(300)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-2"))
+        .respond_with(image_stream())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let upstream = upstream_with(&server, &store);
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30, "account_id": "acct-1"}),
+    );
+    // A late failover try: the call has 100 ms left, the token endpoint answers after 300 ms.
+    let params = generation(prompt_only("a cat"));
+    let late = upstream
+        .call(
+            &target,
+            UpstreamCall::Generate { params: &params },
+            Duration::from_millis(100),
+        )
+        .await;
+    assert!(late.is_err(), "the call ran out of time");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let saved = store.saved();
+    assert_eq!(saved.len(), 1, "the rotated credential was saved");
+    assert_eq!(saved[0].1["refresh_token"], "rt-2");
+    generate(&upstream, &target).await.unwrap();
+}
+
+#[tokio::test]
 async fn a_refresh_whose_caller_gave_up_still_keeps_and_saves_the_rotated_token() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))

@@ -10,6 +10,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::oauth::*;
 use imagegate_upstream::{AccountTarget, FailureKind, Secret};
@@ -257,6 +258,48 @@ async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_cred
     Mock::given(path("/oauth/token"))
         .and(wiremock::matchers::body_json(grant("rt-1")))
         .respond_with(ChangesTheStore {
+            store: store.clone(),
+            stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
+            answer: refresh_token_reused(),
+        })
+        .expect(1)
+        .mount(&server)
+        .await;
+    serves_one_image_to(&server, "at-2").await;
+    let target = codex_target(&server, first);
+    let reply = generate(&upstream_with(&server, &store), &target).await;
+    assert!(reply.is_ok(), "not unauthorized: {:?}", reply.err());
+    assert!(store.saved().is_empty());
+}
+
+/// Answers `answer` at once and sets the account's stored credential a moment later, as a replica
+/// whose refresh used the token first and is still saving it.
+struct ChangesTheStoreLater {
+    store: Arc<Recorder>,
+    stored: serde_json::Value,
+    answer: ResponseTemplate,
+}
+
+impl wiremock::Respond for ChangesTheStoreLater {
+    fn respond(&self, _request: &wiremock::Request) -> ResponseTemplate {
+        let (store, stored) = (self.store.clone(), self.stored.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            store.store(7, &stored);
+        });
+        self.answer.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_refresh_refused_while_another_replica_is_still_saving_its_refresh_uses_it() {
+    let server = MockServer::start().await;
+    let store = Arc::new(Recorder::default());
+    let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
+    store.store(7, &first);
+    Mock::given(path("/oauth/token"))
+        .and(wiremock::matchers::body_json(grant("rt-1")))
+        .respond_with(ChangesTheStoreLater {
             store: store.clone(),
             stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
             answer: refresh_token_reused(),

@@ -8,9 +8,12 @@
 //!   then sent again once with the new token).
 //! - At most one refresh per account runs at a time: callers of the same account wait on its lock
 //!   and use the token the first one got.
-//! - A refresh runs to its end in a task of its own, even when the request that started it is
-//!   dropped (its client left, its deadline passed): the token endpoint may already have used up
-//!   the old refresh token, so the new one must be kept and saved whatever happens to the request.
+//! - A refresh runs to its end in a task of its own, under a limit of its own (30 s), even when the
+//!   request that started it is dropped or its deadline passes (its client left, a late failover
+//!   try had little time left): the token endpoint may already have used up the old refresh
+//!   token, so the new one must be kept and saved whatever happens to the request.
+//! - A refused refresh reads the account's stored credential for up to 3 s before it counts as a
+//!   refusal: another replica that used the refresh token first may still be saving its refresh.
 //! - The refreshed credential is kept here, keyed by account, and given once to the
 //!   [`CredentialStore`]. The account's stored credential (in [`AccountTarget::credential`]) is
 //!   still recognised as the one this process replaced, so the cached credential keeps being used
@@ -38,6 +41,18 @@ use crate::target::{AccountTarget, Secret};
 
 /// How many credentials an account's cache remembers as replaced by its refreshed one.
 const REPLACED_KEPT: usize = 8;
+
+/// How long a refresh may take, whatever is left of the call that started it: the token endpoint
+/// uses up the refresh token however late it answers, so its answer must still be kept and saved.
+const REFRESH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a refused refresh looks for another replica's in the store before it counts as a
+/// refusal: the token endpoint refuses a reused refresh token at once, while the replica that
+/// used it first may still be waiting for its own answer, or saving it.
+const REFUSAL_RECHECK: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// How often the store is read again meanwhile.
+const REFUSAL_RECHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Refreshed credentials per account, and the store they are saved to.
 pub(crate) struct CodexAuth {
@@ -250,17 +265,20 @@ impl CodexAuth {
             stored: session.target.credential.clone(),
             account_id: session.target.account_id,
             store: self.store.clone(),
-            deadline,
+            deadline: Deadline::from_now(REFRESH_LIMIT),
         };
-        // A task so that a refresh the caller stops waiting for still saves the new tokens (the
-        // refresh token is single-use); awaited here.
+        // A task so that a refresh the caller stops waiting for (dropped, or past its deadline)
+        // still saves the new tokens (the refresh token is single-use); awaited here.
         #[expect(clippy::disallowed_methods, reason = "awaited; must outlive a dropped caller")]
         let task = tokio::spawn(refresh.run());
-        task.await.unwrap_or_else(|error| {
-            Err(RefreshError::Unavailable(format!(
-                "the refresh task failed: {error}"
-            )))
-        })
+        match timeout_at(deadline.at, task).await {
+            Err(_elapsed) => Err(RefreshError::Timeout),
+            Ok(joined) => joined.unwrap_or_else(|error| {
+                Err(RefreshError::Unavailable(format!(
+                    "the refresh task failed: {error}"
+                )))
+            }),
+        }
     }
 }
 
@@ -306,9 +324,9 @@ impl Refresh {
         {
             Ok(fresh) => fresh,
             // Refused because another replica used the refresh token meanwhile? Then its
-            // refresh is in the store.
+            // refresh is in the store, or soon will be.
             Err(error @ RefreshError::Refused { .. }) => {
-                return match self.stored_elsewhere(&from).await {
+                return match self.stored_elsewhere_soon(&from).await {
                     Some((current, credential)) => Ok(self.adopt(current, credential, &from)),
                     None => Err(error),
                 };
@@ -348,6 +366,23 @@ impl Refresh {
         };
         let credential = CodexCredential::parse(&current).ok()?;
         (!credential.is_expired(now_seconds())).then_some((current, credential))
+    }
+
+    /// [`Refresh::stored_elsewhere`], read again for up to [`REFUSAL_RECHECK`] while it finds
+    /// nothing new.
+    async fn stored_elsewhere_soon(&self, from: &Secret) -> Option<(Secret, CodexCredential)> {
+        self.store.as_ref()?;
+        let until = tokio::time::Instant::now() + REFUSAL_RECHECK;
+        loop {
+            if let Some(found) = self.stored_elsewhere(from).await {
+                return Some(found);
+            }
+            let next = tokio::time::Instant::now() + REFUSAL_RECHECK_EVERY;
+            if next > until.min(self.deadline.at) {
+                return None;
+            }
+            tokio::time::sleep_until(next).await;
+        }
     }
 
     /// Whether this process refreshed `credential` into its cached one.
