@@ -8,7 +8,7 @@ use axum::extract::{Extension, FromRequest, Request, State};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use imagegate_codec::ApiError;
 use imagegate_domain::{ErrorKind, ImageParams, validate_edit, validate_generation};
 use imagegate_store::AuthContext;
@@ -124,13 +124,15 @@ pub async fn edits(
 }
 
 /// A body that could not be read (larger than `limit` bytes, or cut off), in the OpenAI envelope.
-/// The request's headers and whole body (within the route's body limit).
+/// The request's headers and whole body (within the route's body limit), copied frame by frame
+/// into one buffer: a body sent in tiny chunks is not kept as one entry (and one hold on the
+/// connection's read buffer) per chunk until its end, many times its size.
 pub async fn read_body(request: Request, limit: usize) -> Result<(HeaderMap, Bytes), HttpError> {
     let headers = request.headers().clone();
-    let body = Bytes::from_request(request, &())
+    let body = BytesMut::from_request(request, &())
         .await
         .map_err(|rejection| body_error(&rejection, limit))?;
-    Ok((headers, body))
+    Ok((headers, body.freeze()))
 }
 
 fn body_error(rejection: &BytesRejection, limit: usize) -> HttpError {
@@ -170,4 +172,51 @@ pub fn start_usage(
 pub fn fail(usage: UsageRecorder, err: HttpError) -> Response {
     usage.finish(err.api.status(), err.api.code());
     err.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Frames still held by someone, and the most held at once.
+    static HELD: AtomicUsize = AtomicUsize::new(0);
+    static MOST_HELD: AtomicUsize = AtomicUsize::new(0);
+
+    /// The storage of one body frame, counted while anything holds it.
+    struct Frame;
+
+    impl AsRef<[u8]> for Frame {
+        fn as_ref(&self) -> &[u8] {
+            b"x"
+        }
+    }
+
+    impl Drop for Frame {
+        fn drop(&mut self) {
+            HELD.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn frame() -> Result<Bytes, std::io::Error> {
+        let held = HELD.fetch_add(1, Ordering::SeqCst) + 1;
+        MOST_HELD.fetch_max(held, Ordering::SeqCst);
+        Ok(Bytes::from_owner(Frame))
+    }
+
+    #[tokio::test]
+    async fn a_body_in_one_byte_chunks_is_not_held_chunk_by_chunk() {
+        const CHUNKS: usize = 10_000;
+        let body = Body::from_stream(futures::stream::iter((0..CHUNKS).map(|_| frame())));
+        let request = Request::builder().uri("/v1/responses").body(body).unwrap();
+        let (_, read) = read_body(request, crate::http::RESPONSES_BODY_LIMIT)
+            .await
+            .unwrap();
+        assert_eq!(read.len(), CHUNKS);
+        assert!(read.iter().all(|&b| b == b'x'));
+        assert_eq!(HELD.load(Ordering::SeqCst), 0);
+        let most = MOST_HELD.load(Ordering::SeqCst);
+        assert!(most <= 2, "{most} chunks held at once while reading");
+    }
 }
