@@ -357,6 +357,34 @@ async fn part_headers_or_a_preamble_that_never_end_are_refused() {
 }
 
 #[tokio::test]
+async fn part_headers_sent_a_byte_per_chunk_are_refused_after_a_bounded_number_of_chunks() {
+    // multer searches all it holds again for each chunk: a head a byte per chunk is refused by
+    // its count of chunks, long before its bytes reach the byte bound.
+    let pulled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&pulled);
+    let body = futures::StreamExt::inspect(
+        endless(
+            "--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\nX-Pad: ",
+            b"a",
+        ),
+        move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        },
+    );
+    let err = decode_edit(body, "b").await.unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert_eq!(err.code(), Some("invalid_multipart"));
+    let bound = format!(
+        "more than {} chunks",
+        imagegate_codec::multipart::MAX_PART_HEAD_CHUNKS
+    );
+    assert!(err.message.contains(&bound), "{}", err.message);
+    let pulled = pulled.load(std::sync::atomic::Ordering::SeqCst);
+    let most = usize::try_from(imagegate_codec::multipart::MAX_PART_HEAD_CHUNKS).unwrap() + 2;
+    assert!(pulled <= most, "{pulled} chunks read");
+}
+
+#[tokio::test]
 async fn a_text_part_longer_than_the_head_budget_is_fine() {
     // The head budget covers only the search for a part's start; content has its own limits.
     let long = "p".repeat(3 * 1024 * 1024);

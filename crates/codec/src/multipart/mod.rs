@@ -9,7 +9,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -95,7 +95,7 @@ where
     let mut images: Vec<(Option<u64>, UploadedImage)> = Vec::new();
     let mut mask = None;
     loop {
-        budget.limit(MAX_PART_HEAD_BYTES);
+        budget.limit(MAX_PART_HEAD_BYTES, MAX_PART_HEAD_CHUNKS);
         let next = multipart.next_field().await.map_err(multipart_error);
         budget.lift();
         let Some(mut field) = next? else { break };
@@ -326,51 +326,68 @@ fn multipart_error(err: multer::Error) -> ApiError {
 /// chunks, so this also covers the end of the part before and a chunk of look-ahead.
 pub const MAX_PART_HEAD_BYTES: u64 = 1024 * 1024;
 
-/// How many bytes may still be handed to `multer` before the part it looks for has started;
-/// `u64::MAX` while a part's content is read (the file and text limits bound that).
+/// The most body chunks `multer` may take while it looks for the next part's start and headers.
+///
+/// It searches everything it holds again for each chunk that comes, so a head sent a byte per
+/// chunk would cost time growing with the square of its length; no client splits a part's few
+/// hundred bytes of headers this finely.
+pub const MAX_PART_HEAD_CHUNKS: u32 = 256;
+
+/// How many bytes and chunks may still be handed to `multer` before the part it looks for has
+/// started; unlimited while a part's content is read (the file and text limits bound that).
 #[derive(Debug)]
 struct HeadBudget {
-    left: AtomicU64,
+    bytes_left: AtomicU64,
+    chunks_left: AtomicU32,
 }
 
 impl Default for HeadBudget {
     fn default() -> Self {
         Self {
-            left: AtomicU64::new(u64::MAX),
+            bytes_left: AtomicU64::new(u64::MAX),
+            chunks_left: AtomicU32::new(u32::MAX),
         }
     }
 }
 
 impl HeadBudget {
-    fn limit(&self, bytes: u64) {
-        self.left.store(bytes, Ordering::Relaxed);
+    fn limit(&self, bytes: u64, chunks: u32) {
+        self.bytes_left.store(bytes, Ordering::Relaxed);
+        self.chunks_left.store(chunks, Ordering::Relaxed);
     }
 
     fn lift(&self) {
-        self.left.store(u64::MAX, Ordering::Relaxed);
+        self.limit(u64::MAX, u32::MAX);
     }
 
-    /// Takes `bytes` from the budget; false when there were not that many left.
-    fn take(&self, bytes: usize) -> bool {
+    /// Takes a chunk of `bytes` from the budget; the bound it would break, if any.
+    fn take(&self, bytes: usize) -> Result<(), PartHeadTooLong> {
         let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
-        let left = self.left.load(Ordering::Relaxed);
+        let left = self.bytes_left.load(Ordering::Relaxed);
         if left == u64::MAX {
-            return true;
+            return Ok(());
         }
-        match left.checked_sub(bytes) {
-            Some(rest) => {
-                self.left.store(rest, Ordering::Relaxed);
-                true
-            }
-            None => false,
-        }
+        let chunks = self
+            .chunks_left
+            .load(Ordering::Relaxed)
+            .checked_sub(1)
+            .ok_or(PartHeadTooLong::Chunks)?;
+        let rest = left.checked_sub(bytes).ok_or(PartHeadTooLong::Bytes)?;
+        self.bytes_left.store(rest, Ordering::Relaxed);
+        self.chunks_left.store(chunks, Ordering::Relaxed);
+        Ok(())
     }
 }
 
-/// The error a body stream gives `multer` when a part's headers run past [`MAX_PART_HEAD_BYTES`].
+/// The error a body stream gives `multer` when a part's headers run past [`MAX_PART_HEAD_BYTES`]
+/// or [`MAX_PART_HEAD_CHUNKS`].
 #[derive(Debug, thiserror::Error)]
-#[error("a part's headers are longer than {MAX_PART_HEAD_BYTES} bytes")]
-struct PartHeadTooLong;
+enum PartHeadTooLong {
+    #[error("a part's headers are longer than {MAX_PART_HEAD_BYTES} bytes")]
+    Bytes,
+    #[error("a part's headers came in more than {MAX_PART_HEAD_CHUNKS} chunks")]
+    Chunks,
+}
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -410,9 +427,10 @@ where
             return Poll::Pending;
         }
         let next = match self.inner.as_mut().poll_next(cx) {
-            Poll::Ready(Some(Ok(chunk))) if !self.budget.take(chunk.len()) => {
-                Some(Err(PartHeadTooLong.into()))
-            }
+            Poll::Ready(Some(Ok(chunk))) => match self.budget.take(chunk.len()) {
+                Ok(()) => Some(Ok(chunk)),
+                Err(too_long) => Some(Err(too_long.into())),
+            },
             Poll::Ready(next) => next.map(|item| item.map_err(Into::into)),
             Poll::Pending => return Poll::Pending,
         };
