@@ -176,16 +176,21 @@ pub(super) async fn read_file(
     }
 }
 
+/// How much of an upload is gathered before each write to its temporary file: each write is a
+/// blocking task, and a body may come in chunks of any size, down to a byte.
+const SPILL_WRITE_BYTES: usize = 256 * 1024;
+
 /// A temporary file being written.
 struct Spill {
     file: tempfile::NamedTempFile,
-    writer: tokio::fs::File,
+    writer: tokio::io::BufWriter<tokio::fs::File>,
 }
 
 impl Spill {
     async fn start(head: &[u8]) -> io::Result<Self> {
         let file = tempfile::Builder::new().prefix("imagegate-upload-").tempfile()?;
-        let mut writer = tokio::fs::File::from_std(file.reopen()?);
+        let mut writer =
+            tokio::io::BufWriter::with_capacity(SPILL_WRITE_BYTES, tokio::fs::File::from_std(file.reopen()?));
         writer.write_all(head).await?;
         Ok(Self { file, writer })
     }
