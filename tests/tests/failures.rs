@@ -714,6 +714,53 @@ async fn a_try_after_a_slow_failure_gets_only_the_time_the_request_has_left() {
 }
 
 #[tokio::test]
+async fn a_later_try_whose_stream_runs_out_of_the_time_left_is_not_held_against_its_account() {
+    // The request's deadline is 3 s. acct-a (pro, tried first) answers 502 after 1.5 s; acct-b's
+    // stream starts (a partial image) and then stalls until the deadline cuts it. acct-b ran out
+    // of the time acct-a used up, after its answer started: no failure of acct-b's either.
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[timeouts]\nstandard_secs = 3\n").unwrap();
+    let s = setup_custom(
+        &["--latency-ms", "200"],
+        &[("acct-a", &["--tier", "pro"]), ("acct-b", &["--tier", "plus"])],
+        &["--config", config.path().to_str().unwrap()],
+    );
+    s.sim_fault(json!({"key": credential("acct-a"), "fault": "502", "delay_ms": 1500}))
+        .await;
+    s.sim_fault(json!({"key": credential("acct-b"), "fault": "stall_mid_stream", "stall_ms": 5000}))
+        .await;
+    let response = s
+        .post_json(
+            "/images/generations",
+            json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024", "quality": "low",
+                "stream": true, "partial_images": 1}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "acct-b's stream started");
+    let body = response.text().await.unwrap();
+    let events = imagegate_e2e::parse_sse(&body);
+    assert_eq!(
+        events.first().map(|(name, _)| name.as_str()),
+        Some("image_generation.partial_image")
+    );
+    assert_eq!(
+        events.last().map(|(name, _)| name.as_str()),
+        Some("error"),
+        "cut by the deadline"
+    );
+    let listed = s.accounts();
+    let b = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "acct-b")
+        .unwrap();
+    assert_eq!(b["live"]["failures"], 0, "{b}");
+}
+
+#[tokio::test]
 async fn no_try_is_made_once_the_request_deadline_is_spent() {
     // The request's deadline is 1 s. acct-a (pro, tried first) answers 502 after 0.95 s; the pause
     // before a retry (100 ms or more) then spends the rest. The client gets acct-a's 502, and acct-b

@@ -193,6 +193,7 @@ fn respond(
         lease: relayed.lease,
         permit,
         pool: app.dispatcher.clone(),
+        later_try: relayed.later_try,
     };
     match (relayed.reply, kind) {
         (Reply::Json { body, summary, .. }, StreamKind::Images) => {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use imagegate_dispatch::{Dispatcher, KeyPermit, Lease, Outcome};
+use imagegate_upstream::Failure;
 
 /// Dropped when the answer is complete or the client went away, freeing both slots.
 #[derive(Debug)]
@@ -12,6 +13,10 @@ pub struct Held {
     pub permit: Option<KeyPermit>,
     /// Where an outcome seen after the answer started (a failing stream) is recorded.
     pub pool: Arc<Dispatcher>,
+    /// Whether the answer comes from a try made after others (see [`Relayed::later_try`]).
+    ///
+    /// [`Relayed::later_try`]: crate::relay::Relayed::later_try
+    pub later_try: bool,
 }
 
 impl Held {
@@ -20,5 +25,11 @@ impl Held {
         if let Err(err) = self.pool.record_outcome(self.lease.account(), outcome).await {
             tracing::error!(error = %err, "could not record an upstream outcome");
         }
+    }
+
+    /// Records `failure`, met after the answer started, against the account serving it.
+    pub async fn record_failure(&self, failure: &Failure) {
+        self.record(&crate::relay::outcome_of_late(failure, self.later_try))
+            .await;
     }
 }

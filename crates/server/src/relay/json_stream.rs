@@ -30,7 +30,7 @@ use imagegate_codec::usage_scan::{ImagesResponseScanner, ResponseSummary, model_
 use imagegate_upstream::{BodyStream, EndSummary, Failure, JsonStream};
 
 use crate::relay::held::Held;
-use crate::relay::{failure_error, outcome_of};
+use crate::relay::{failure_error, outcome_of_late};
 use crate::usage::UsageRecorder;
 
 /// The client's connection is cut: the upstream failed after the body started.
@@ -53,6 +53,8 @@ struct Passing {
     usage: Option<UsageRecorder>,
     account: imagegate_dispatch::AccountId,
     pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
+    /// The answer comes from a try made after others ([`Held::later_try`]).
+    later_try: bool,
 }
 
 /// The response for a [`JsonStream`] reply, naming `model` where its head names none.
@@ -62,7 +64,12 @@ pub fn streamed_images_body(
     held: Held,
     model: Option<&str>,
 ) -> Response {
-    let Held { lease, permit, pool } = held;
+    let Held {
+        lease,
+        permit,
+        pool,
+        later_try,
+    } = held;
     let (head, content_length) = match model {
         Some(model) => with_model_named(reply.head, reply.content_length, model),
         None => (reply.head, reply.content_length),
@@ -83,6 +90,7 @@ pub fn streamed_images_body(
         usage: Some(usage),
         account,
         pool,
+        later_try,
     };
     let body = futures::stream::unfold(Some(passing), |state| async move {
         let mut passing = state?;
@@ -175,7 +183,7 @@ impl Passing {
         tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of a JSON answer");
         if let Err(err) = self
             .pool
-            .record_outcome(&self.account, &outcome_of(failure))
+            .record_outcome(&self.account, &outcome_of_late(failure, self.later_try))
             .await
         {
             tracing::error!(error = %err, "could not record an upstream outcome");

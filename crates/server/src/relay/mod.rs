@@ -30,7 +30,7 @@ use crate::usage::UsageRecorder;
 
 pub use deadline::Deadline;
 use first_event::FirstEventWait;
-pub use outcome::outcome_of;
+pub use outcome::outcome_of_late;
 use outcome::outcome_of_try;
 
 /// One call to relay.
@@ -47,6 +47,8 @@ pub struct RelayRequest<'a> {
 pub struct Relayed {
     pub reply: Reply,
     pub lease: Lease,
+    /// Whether the reply came from a try made after others, with what time they left.
+    pub later_try: bool,
 }
 
 /// Runs the failover loop for one request.
@@ -133,7 +135,11 @@ pub async fn relay(
                 // Events and relayed bodies count as a success only once they end cleanly (their
                 // relays record it): an account whose answers fail right after the headers must
                 // still reach its circuit breaker.
-                return Ok(Relayed { reply, lease });
+                return Ok(Relayed {
+                    reply,
+                    lease,
+                    later_try,
+                });
             }
             Err(failure) => {
                 // The failure says what the call made (`failure.spent`).

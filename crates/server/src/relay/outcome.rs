@@ -11,12 +11,21 @@ use imagegate_upstream::{Failure, FailureKind, UpstreamCall};
 /// client's choice and never held against an account.
 pub fn outcome_of_try(failure: &Failure, call: UpstreamCall<'_>, later_try: bool) -> Outcome {
     match failure.kind {
-        FailureKind::Timeout if later_try => Outcome::Invalid,
         FailureKind::ModelUnsupported if !matches!(call, UpstreamCall::Respond { .. }) => {
             Outcome::Transient {
                 detail: short(&failure.message),
             }
         }
+        _ => outcome_of_late(failure, later_try),
+    }
+}
+
+/// What a failure means for the account that produced it, on a try made after others
+/// (`later_try`) or not: such a try's timeout came from the time the others used up, before its
+/// answer started or after (a stream that timed out between events).
+pub fn outcome_of_late(failure: &Failure, later_try: bool) -> Outcome {
+    match failure.kind {
+        FailureKind::Timeout if later_try => Outcome::Invalid,
         _ => outcome_of(failure),
     }
 }

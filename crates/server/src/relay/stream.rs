@@ -147,7 +147,7 @@ impl Relay {
         let held = self.held.take();
         self.finish(Some(failure));
         if let Some(held) = held {
-            held.record(&crate::relay::outcome_of(failure)).await;
+            held.record_failure(failure).await;
         }
         ending
     }
@@ -390,11 +390,10 @@ async fn read_abandoned(mut rest: Relay) {
         usage.upstream_closed();
     }
     if let Some(held) = &rest.held {
-        let outcome = match &failure {
-            None => imagegate_dispatch::Outcome::Success,
-            Some(failure) => crate::relay::outcome_of(failure),
-        };
-        held.record(&outcome).await;
+        match &failure {
+            None => held.record(&imagegate_dispatch::Outcome::Success).await,
+            Some(failure) => held.record_failure(failure).await,
+        }
     }
 }
 
