@@ -128,6 +128,37 @@ async fn an_upstream_dying_mid_body_cuts_the_client_and_records_a_failure() {
 }
 
 #[tokio::test]
+async fn an_answer_whose_client_left_still_counts_for_its_account() {
+    // The client leaves after the head; the rest of the body, still read for its usage, ends
+    // cleanly (after 0.5 s) or not at all (cut by the 2 s deadline): the account is told either
+    // way, as it is when the client reads to the end.
+    for (stall_ms, failures, successes) in [(30_000, 1, 0), (500, 0, 1)] {
+        let s = setup_with_config("[timeouts]\nstandard_secs = 2\n");
+        s.sim_fault(json!({"fault": "stall_body", "stall_ms": stall_ms}))
+            .await;
+        let response = s
+            .post_json(
+                "/images/generations",
+                json!({"model": "gpt-image-2", "prompt": "x", "size": "1024x1024"}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "the answer had started");
+        common::leave_after_first_bytes(response).await;
+        let records = s.usage_at_least(1).await;
+        assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
+        let listed = s.accounts();
+        let live = &listed["accounts"][0]["live"];
+        assert_eq!(
+            (&live["failures"], &live["successes"]),
+            (&json!(failures), &json!(successes)),
+            "stall {stall_ms} ms: {live}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn edits_with_large_images_reach_the_upstream_byte_for_byte() {
     let s = setup();
     // ~600 KiB and ~1.2 MiB: both past the 256 KiB spill threshold.

@@ -236,22 +236,61 @@ impl Drop for Passing {
             return;
         };
         let rest = std::mem::replace(&mut self.rest, futures::stream::empty().boxed());
+        let account = AccountToTell {
+            pool: std::sync::Arc::clone(&self.pool),
+            account: self.account.clone(),
+            later_try: self.later_try,
+            success_told: self.in_hand,
+        };
         // In the request's span: the body is dropped inside it (`http::in_span`).
         runtime.spawn(tracing::Instrument::in_current_span(read_abandoned(
-            rest, summary, usage,
+            rest, summary, usage, account,
         )));
     }
 }
 
-/// Reads the rest of an answer whose client left, and records what the upstream produced; the
-/// record keeps the client's status. The upstream's own deadline bounds the wait.
-async fn read_abandoned(mut rest: BodyStream, mut summary: EndSummary, mut usage: UsageRecorder) {
-    let read_to_the_end = async { while let Some(Ok(_)) = rest.next().await {} };
-    tokio::select! {
-        () = read_to_the_end => {}
+/// Where the end of an answer whose client left is recorded for its account.
+struct AccountToTell {
+    pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
+    account: imagegate_dispatch::AccountId,
+    later_try: bool,
+    /// The success was recorded when the relay began (the body was in hand).
+    success_told: bool,
+}
+
+/// Reads the rest of an answer whose client left, and records what the upstream produced (the
+/// record keeps the client's status) and how the answer ended, on its account, as a client still
+/// reading would have. The upstream's own deadline bounds the wait.
+async fn read_abandoned(
+    mut rest: BodyStream,
+    mut summary: EndSummary,
+    mut usage: UsageRecorder,
+    account: AccountToTell,
+) {
+    let read_to_the_end = async {
+        loop {
+            match rest.next().await {
+                Some(Ok(_)) => {}
+                Some(Err(failure)) => break Some(failure),
+                None => break None,
+            }
+        }
+    };
+    let failure = tokio::select! {
+        failure = read_to_the_end => failure,
         () = usage.until_abandoned() => return,
-    }
+    };
     usage.upstream_closed();
+    let outcome = match &failure {
+        None if account.success_told => None,
+        None => Some(imagegate_dispatch::Outcome::Success),
+        Some(failure) => Some(outcome_of_late(failure, account.later_try)),
+    };
+    if let Some(outcome) = outcome
+        && let Err(err) = account.pool.record_outcome(&account.account, &outcome).await
+    {
+        tracing::error!(error = %err, "could not record an upstream outcome");
+    }
     if let Some(summary) = summary.take() {
         record_summary(&mut usage, &summary);
     }
