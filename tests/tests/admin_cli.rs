@@ -76,6 +76,15 @@ fn a_key_the_cli_cannot_find_is_named_without_its_secret() {
     }
     // A full key that exists is found by its public id, as before.
     admin(dir.path(), &["keys", "disable", &key]);
+    // So is the key as `keys list` prints it (its public id, the secret elided).
+    let listed = admin(dir.path(), &["keys", "list"]);
+    let shown = listed.lines().next().unwrap().split('\t').nth(1).unwrap();
+    assert_eq!(shown, format!("sk-ig-{public_id}-…"));
+    admin(dir.path(), &["keys", "enable", shown]);
+    admin(
+        dir.path(),
+        &["keys", "disable", &format!("sk-ig-{public_id}-...")],
+    );
 }
 
 #[tokio::test]
@@ -378,6 +387,23 @@ async fn a_process_without_the_deployments_master_key_refuses_to_make_its_own() 
         &[("IMAGEGATE_MASTER_KEY", key.trim())],
     );
     assert!(listed.status.success(), "{listed:?}");
+    // Nor does the previous key of a rotation stand in for the missing new one: only `accounts
+    // rekey` may make up the key it moves the credentials to.
+    let rotating = tempfile::tempdir().unwrap();
+    let config = rotating.path().join("config.toml");
+    std::fs::copy(elsewhere.path().join("config.toml"), &config).unwrap();
+    let refused = admin_output(
+        rotating.path(),
+        &["--config", config.to_str().unwrap(), "accounts", "list"],
+        "",
+        &[("IMAGEGATE_PREVIOUS_MASTER_KEY", key.trim())],
+    );
+    assert!(!refused.status.success(), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("no master key"),
+        "{refused:?}"
+    );
+    assert!(!rotating.path().join("master.key").exists());
     s.gateway = imagegate_e2e::Gateway::spawn(s.dir.path(), &[]);
 }
 

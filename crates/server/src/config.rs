@@ -25,6 +25,10 @@ pub enum ConfigError {
     #[error("{name} = {value}: at most {MAX_SECS} (one week)")]
     TooLong { name: &'static str, value: u64 },
     #[error(
+        "{name} = 0: a request needs at least 1 s (0 does not mean no limit; every request would time out)"
+    )]
+    ZeroRequestTimeout { name: &'static str },
+    #[error(
         "[timeouts] json_keepalive_secs = {0}: at most {MAX_JSON_KEEPALIVE_SECS}; a longer interval outlasts the proxy timeouts it is for"
     )]
     JsonKeepaliveTooLong(u64),
@@ -317,8 +321,15 @@ pub struct Config {
 }
 
 impl FileConfig {
-    /// Refuses a `*_secs` setting longer than [`MAX_SECS`].
+    /// Refuses a `*_secs` setting longer than [`MAX_SECS`], and a request timeout of zero.
     fn check_durations(&self) -> Result<(), ConfigError> {
+        let request_timeouts = [
+            ("[timeouts] standard_secs", self.timeouts.standard_secs),
+            ("[timeouts] large_secs", self.timeouts.large_secs),
+        ];
+        if let Some((name, _)) = request_timeouts.into_iter().find(|(_, value)| *value == 0) {
+            return Err(ConfigError::ZeroRequestTimeout { name });
+        }
         let settings = [
             ("[timeouts] standard_secs", self.timeouts.standard_secs),
             ("[timeouts] large_secs", self.timeouts.large_secs),
@@ -593,6 +604,21 @@ mod tests {
         assert!(error.to_string().contains("at most 604800"), "{error}");
         let week = format!("[timeouts]\nkeepalive_secs = {MAX_SECS}\n");
         assert!(load_text("a-week", &week).is_ok());
+    }
+
+    #[test]
+    fn a_request_timeout_of_zero_is_refused() {
+        for (setting, name) in [
+            ("standard_secs", "[timeouts] standard_secs"),
+            ("large_secs", "[timeouts] large_secs"),
+        ] {
+            let error = load_text("zero", &format!("[timeouts]\n{setting} = 0\n")).unwrap_err();
+            assert!(
+                matches!(error, ConfigError::ZeroRequestTimeout { name: n } if n == name),
+                "{error}"
+            );
+        }
+        assert!(load_text("one", "[timeouts]\nstandard_secs = 1\nlarge_secs = 1\n").is_ok());
     }
 
     #[test]

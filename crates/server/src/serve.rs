@@ -55,20 +55,36 @@ const ABANDON_WAIT: Duration = Duration::from_secs(5);
 /// Opens the data directory and the database (applying migrations). During a master key rotation
 /// (`IMAGEGATE_PREVIOUS_MASTER_KEY` set) credentials sealed under the previous key stay readable.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
-    open_store_rotating(config, MasterKey::previous_from_env()?.as_ref()).await
+    open(config, MasterKey::previous_from_env()?.as_ref(), Rekeying::No).await
 }
 
-/// [`open_store`] with the key being replaced given.
+/// [`open_store`] for `accounts rekey`, with the key being replaced given: the one command that
+/// may make up the new master key while the database holds credentials sealed under `previous`.
 pub async fn open_store_rotating(
     config: &Config,
     previous: Option<&MasterKey>,
+) -> Result<Arc<dyn Store>, ServeError> {
+    open(config, previous, Rekeying::Yes).await
+}
+
+/// Whether the store is opened to move its credentials to a new master key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rekeying {
+    Yes,
+    No,
+}
+
+async fn open(
+    config: &Config,
+    previous: Option<&MasterKey>,
+    rekeying: Rekeying,
 ) -> Result<Arc<dyn Store>, ServeError> {
     create_private_dir(&config.data_dir).map_err(|source| ServeError::DataDir {
         path: config.data_dir.display().to_string(),
         source,
     })?;
     let (master_key, source) = MasterKey::load_or_create_from_env_reporting(&config.data_dir)?;
-    let opened = connect_checking_key(config, &master_key, &source, previous).await;
+    let opened = connect_checking_key(config, &master_key, &source, previous, rekeying).await;
     // A key made up for a database this process could not check is not left behind either: the
     // next start would take it for the deployment's.
     if let (Err(_), KeySource::Created(path)) = (&opened, &source)
@@ -82,15 +98,20 @@ pub async fn open_store_rotating(
 /// The store, unless `master_key` was just made up (`source`) while the database holds sealed
 /// credentials: such a key cannot open them (a replica or an admin command run without the
 /// deployment's key), and it must not seal new ones the other replicas cannot open. Rotating
-/// (`accounts rekey`) brings the `previous` key.
+/// (`accounts rekey`) brings the `previous` key and moves every credential to the new one; any
+/// other command, even with `IMAGEGATE_PREVIOUS_MASTER_KEY` set (a replica during a rotation
+/// whose new key is missing), would seal what it writes under a key only its own data directory
+/// holds.
 async fn connect_checking_key(
     config: &Config,
     master_key: &MasterKey,
     source: &KeySource,
     previous: Option<&MasterKey>,
+    rekeying: Rekeying,
 ) -> Result<Arc<dyn Store>, ServeError> {
     let store = imagegate_store::connect_with_previous(&config.database_url, master_key, previous).await?;
-    if !matches!(source, KeySource::Created(_)) || previous.is_some() {
+    let rotating = rekeying == Rekeying::Yes && previous.is_some();
+    if !matches!(source, KeySource::Created(_)) || rotating {
         return Ok(store);
     }
     let sealed = match store.list_accounts().await {

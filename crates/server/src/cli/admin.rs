@@ -200,13 +200,22 @@ async fn find_key(store: &Arc<dyn Store>, given: &str) -> Result<ApiKeyRecord> {
     if let Ok(id) = given.parse() {
         return Ok(store.key(id).await?);
     }
-    let public_id = imagegate_store::keys::parse_key(given).map_or(given, |parsed| parsed.public_id);
+    let public_id = imagegate_store::keys::parse_key(given)
+        .map(|parsed| parsed.public_id)
+        .or_else(|| listed_public_id(given))
+        .unwrap_or(given);
     store
         .list_keys(None)
         .await?
         .into_iter()
         .find(|k| k.public_id == public_id)
         .ok_or_else(|| AdminError::Usage(format!("no key {}", key_named(given))))
+}
+
+/// The public id of a key given as `keys list` prints it: `sk-ig-<public id>-…` (or `-...`).
+fn listed_public_id(given: &str) -> Option<&str> {
+    let rest = given.strip_prefix(imagegate_store::keys::KEY_PREFIX)?;
+    rest.strip_suffix("-…").or_else(|| rest.strip_suffix("-..."))
 }
 
 /// How an error names the key it was given, never echoing a secret: a full key by its public id
