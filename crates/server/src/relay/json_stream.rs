@@ -27,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
 use imagegate_codec::usage_scan::{ImagesResponseScanner, ResponseSummary, model_key};
+use imagegate_dispatch::Outcome;
 use imagegate_upstream::{BodyStream, EndSummary, Failure, JsonStream};
 
 use crate::relay::held::Held;
@@ -51,10 +52,33 @@ struct Passing {
     /// success then ([`JsonStream::in_hand`]).
     in_hand: bool,
     usage: Option<UsageRecorder>,
-    account: imagegate_dispatch::AccountId,
+    serving: ServingAccount,
+}
+
+/// The account an answer comes from, told how the answer ended.
+struct ServingAccount {
     pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
+    account: imagegate_dispatch::AccountId,
     /// The answer comes from a try made after others ([`Held::later_try`]).
     later_try: bool,
+}
+
+impl ServingAccount {
+    /// Tells the pool `outcome`, to its end whatever becomes of the body: a client leaving
+    /// during a shared pool's round trip must neither cut it short nor leave the answer's end to
+    /// be told a second time by the reading of the rest.
+    fn tell(&self, outcome: Outcome) {
+        let (pool, account) = (std::sync::Arc::clone(&self.pool), self.account.clone());
+        super::finish_apart(async move {
+            if let Err(err) = pool.record_outcome(&account, &outcome).await {
+                tracing::error!(error = %err, "could not record an upstream outcome");
+            }
+        });
+    }
+
+    fn tell_failure(&self, failure: &Failure) {
+        self.tell(outcome_of_late(failure, self.later_try));
+    }
 }
 
 /// The response for a [`JsonStream`] reply, naming `model` where its head names none.
@@ -88,9 +112,11 @@ pub fn streamed_images_body(
         summary: Some(reply.summary),
         in_hand: reply.in_hand,
         usage: Some(usage),
-        account,
-        pool,
-        later_try,
+        serving: ServingAccount {
+            pool,
+            account,
+            later_try,
+        },
     };
     let body = futures::stream::unfold(Some(passing), |state| async move {
         let mut passing = state?;
@@ -101,7 +127,7 @@ pub fn streamed_images_body(
         let chunk = match next {
             Some(Ok(chunk)) => chunk,
             end => {
-                return match passing.settle(end).await {
+                return match passing.settle(end) {
                     Ok(()) => None,
                     Err(cut) => Some((Err(cut), None)),
                 };
@@ -116,7 +142,7 @@ pub fn streamed_images_body(
                 } else {
                     passing.rest.next().await
                 };
-                match passing.settle(end).await {
+                match passing.settle(end) {
                     Ok(()) => Some((Ok(chunk), None)),
                     Err(cut) => Some((Err(cut), None)),
                 }
@@ -160,34 +186,30 @@ fn with_model_named(head: Bytes, content_length: Option<u64>, model: &str) -> (B
 impl Passing {
     /// Settles the answer on what the upstream's body gave where it had to end: nothing (a clean
     /// end: the usage is recorded), more bytes than declared, or a failure (both cut the client).
-    async fn settle(&mut self, end: Option<Result<Bytes, Failure>>) -> Result<(), CutShort> {
+    /// Nothing here waits: a body dropped while the end is settled would be taken for a client
+    /// that left, and its end told twice.
+    fn settle(&mut self, end: Option<Result<Bytes, Failure>>) -> Result<(), CutShort> {
         match end {
             None => {
-                self.completed().await;
+                self.completed();
                 Ok(())
             }
             Some(Ok(_)) => {
                 let failure = Failure::protocol("the upstream answer is longer than it declared");
-                self.failed(&failure).await;
+                self.failed(&failure);
                 Err(CutShort)
             }
             Some(Err(failure)) => {
-                self.failed(&failure).await;
+                self.failed(&failure);
                 Err(CutShort)
             }
         }
     }
 
     /// Records a failure after the start: on the account, and as the request's outcome.
-    async fn failed(&mut self, failure: &Failure) {
+    fn failed(&mut self, failure: &Failure) {
         tracing::warn!(kind = ?failure.kind, "upstream failed in the middle of a JSON answer");
-        if let Err(err) = self
-            .pool
-            .record_outcome(&self.account, &outcome_of_late(failure, self.later_try))
-            .await
-        {
-            tracing::error!(error = %err, "could not record an upstream outcome");
-        }
+        self.serving.tell_failure(failure);
         if let Some(mut usage) = self.usage.take() {
             usage.upstream_closed();
             let error = failure_error(failure).api;
@@ -197,14 +219,9 @@ impl Passing {
 
     /// Records the account's success (unless it was recorded when the body, in hand, began) and
     /// completes the usage record once the document ended.
-    async fn completed(&mut self) {
-        if !self.in_hand
-            && let Err(err) = self
-                .pool
-                .record_outcome(&self.account, &imagegate_dispatch::Outcome::Success)
-                .await
-        {
-            tracing::error!(error = %err, "could not record an upstream outcome");
+    fn completed(&mut self) {
+        if !self.in_hand {
+            self.serving.tell(Outcome::Success);
         }
         let Some(mut usage) = self.usage.take() else {
             return;
@@ -236,36 +253,32 @@ impl Drop for Passing {
             return;
         };
         let rest = std::mem::replace(&mut self.rest, futures::stream::empty().boxed());
-        let account = AccountToTell {
-            pool: std::sync::Arc::clone(&self.pool),
-            account: self.account.clone(),
-            later_try: self.later_try,
-            success_told: self.in_hand,
+        let serving = ServingAccount {
+            pool: std::sync::Arc::clone(&self.serving.pool),
+            account: self.serving.account.clone(),
+            later_try: self.serving.later_try,
         };
         // In the request's span: the body is dropped inside it (`http::in_span`).
         runtime.spawn(tracing::Instrument::in_current_span(read_abandoned(
-            rest, summary, usage, account,
+            rest,
+            summary,
+            usage,
+            serving,
+            self.in_hand,
         )));
     }
 }
 
-/// Where the end of an answer whose client left is recorded for its account.
-struct AccountToTell {
-    pool: std::sync::Arc<imagegate_dispatch::Dispatcher>,
-    account: imagegate_dispatch::AccountId,
-    later_try: bool,
-    /// The success was recorded when the relay began (the body was in hand).
-    success_told: bool,
-}
-
 /// Reads the rest of an answer whose client left, and records what the upstream produced (the
 /// record keeps the client's status) and how the answer ended, on its account, as a client still
-/// reading would have. The upstream's own deadline bounds the wait.
+/// reading would have (a success only when not told already, `success_told`: the body was in
+/// hand). The upstream's own deadline bounds the wait.
 async fn read_abandoned(
     mut rest: BodyStream,
     mut summary: EndSummary,
     mut usage: UsageRecorder,
-    account: AccountToTell,
+    serving: ServingAccount,
+    success_told: bool,
 ) {
     let read_to_the_end = async {
         loop {
@@ -281,15 +294,10 @@ async fn read_abandoned(
         () = usage.until_abandoned() => return,
     };
     usage.upstream_closed();
-    let outcome = match &failure {
-        None if account.success_told => None,
-        None => Some(imagegate_dispatch::Outcome::Success),
-        Some(failure) => Some(outcome_of_late(failure, account.later_try)),
-    };
-    if let Some(outcome) = outcome
-        && let Err(err) = account.pool.record_outcome(&account.account, &outcome).await
-    {
-        tracing::error!(error = %err, "could not record an upstream outcome");
+    match &failure {
+        None if success_told => {}
+        None => serving.tell(Outcome::Success),
+        Some(failure) => serving.tell_failure(failure),
     }
     if let Some(summary) = summary.take() {
         record_summary(&mut usage, &summary);
