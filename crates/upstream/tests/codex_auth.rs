@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::oauth::*;
 use common::{DEADLINE, events, generation, json_body, prompt_only};
 use imagegate_domain::ImageParamsDraft;
-use imagegate_upstream::{AccountTarget, Secret, Upstream, UpstreamCall};
+use imagegate_upstream::{AccountTarget, HttpUpstream, Secret, Upstream, UpstreamCall};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -248,75 +248,58 @@ async fn forwarded_responses_calls_use_the_token_and_its_refresh_too() {
     assert_eq!(answer["id"], "resp_9");
 }
 
-#[tokio::test]
-async fn a_refresh_that_outlasts_its_calls_deadline_still_keeps_and_saves_the_rotated_token() {
-    let server = MockServer::start().await;
+/// An account whose token is about to expire, and a token endpoint that rotates rt-1 into rt-2
+/// but answers only after 300 ms: the upstream, the account and where its refresh is saved.
+async fn a_refresh_answering_late(server: &MockServer) -> (HttpUpstream, AccountTarget, Arc<Recorder>) {
     Mock::given(method("POST"))
         .and(path("/oauth/token"))
         .and(body_json(grant("rt-1")))
         .respond_with(token_answer("at-2", Some("rt-2")).set_delay(Duration::from_millis(300)))
         .expect(1)
-        .mount(&server)
+        .mount(server)
         .await;
     Mock::given(path("/v1/responses"))
         .and(header("authorization", "Bearer at-2"))
         .respond_with(image_stream())
         .expect(1)
-        .mount(&server)
+        .mount(server)
         .await;
     let store = Arc::new(Recorder::default());
-    let upstream = upstream_with(&server, &store);
     let target = codex_target(
-        &server,
+        server,
         json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30, "account_id": "acct-1"}),
     );
-    // A late failover try: the call has 100 ms left, the token endpoint answers after 300 ms.
-    let params = generation(prompt_only("a cat"));
-    let late = upstream
-        .call(
-            &target,
-            UpstreamCall::Generate { params: &params },
-            Duration::from_millis(100),
-        )
-        .await;
-    assert!(late.is_err(), "the call ran out of time");
+    (upstream_with(server, &store), target, store)
+}
+
+/// After a call that ended before its refresh: the token endpoint used up rt-1, so its answer
+/// was kept and saved, and the next call uses it without spending rt-1 again.
+async fn the_late_refresh_was_kept(upstream: &HttpUpstream, target: &AccountTarget, store: &Recorder) {
     tokio::time::sleep(Duration::from_millis(600)).await;
     let saved = store.saved();
     assert_eq!(saved.len(), 1, "the rotated credential was saved");
     assert_eq!(saved[0].1["refresh_token"], "rt-2");
-    generate(&upstream, &target).await.unwrap();
+    generate(upstream, target).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refresh_that_outlasts_its_calls_deadline_still_keeps_and_saves_the_rotated_token() {
+    let server = MockServer::start().await;
+    let (upstream, target, store) = a_refresh_answering_late(&server).await;
+    // A late failover try: the call has 100 ms left.
+    let params = generation(prompt_only("a cat"));
+    let call = UpstreamCall::Generate { params: &params };
+    let late = upstream.call(&target, call, Duration::from_millis(100)).await;
+    assert!(late.is_err(), "the call ran out of time");
+    the_late_refresh_was_kept(&upstream, &target, &store).await;
 }
 
 #[tokio::test]
 async fn a_refresh_whose_caller_gave_up_still_keeps_and_saves_the_rotated_token() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/oauth/token"))
-        .and(body_json(grant("rt-1")))
-        .respond_with(token_answer("at-2", Some("rt-2")).set_delay(Duration::from_millis(300)))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(path("/v1/responses"))
-        .and(header("authorization", "Bearer at-2"))
-        .respond_with(image_stream())
-        .expect(1)
-        .mount(&server)
-        .await;
-    let store = Arc::new(Recorder::default());
-    let upstream = upstream_with(&server, &store);
-    let target = codex_target(
-        &server,
-        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30, "account_id": "acct-1"}),
-    );
-    // The request is dropped (its client left) while the token endpoint is answering: the token
-    // endpoint has used up rt-1, so its answer must not be lost with the request.
+    let (upstream, target, store) = a_refresh_answering_late(&server).await;
+    // The request is dropped (its client left) while the token endpoint is answering.
     let gave_up = tokio::time::timeout(Duration::from_millis(100), generate(&upstream, &target)).await;
     assert!(gave_up.is_err(), "the call ended before the refresh did");
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let saved = store.saved();
-    assert_eq!(saved.len(), 1, "the rotated credential was saved");
-    assert_eq!(saved[0].1["refresh_token"], "rt-2");
-    // The next call uses the refreshed token, without spending rt-1 again.
-    generate(&upstream, &target).await.unwrap();
+    the_late_refresh_was_kept(&upstream, &target, &store).await;
 }

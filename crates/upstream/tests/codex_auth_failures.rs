@@ -205,16 +205,27 @@ async fn an_unusable_credential_is_unauthorized_without_a_request() {
 }
 
 /// Sets the account's stored credential (as another replica or an operator would) when the token
-/// endpoint is called, then answers `answer`.
+/// endpoint is called, or `later` (a replica still saving its refresh), and answers `answer` at
+/// once.
 struct ChangesTheStore {
     store: Arc<Recorder>,
     stored: serde_json::Value,
     answer: ResponseTemplate,
+    later: Option<Duration>,
 }
 
 impl wiremock::Respond for ChangesTheStore {
     fn respond(&self, _request: &wiremock::Request) -> ResponseTemplate {
-        self.store.store(7, &self.stored);
+        let (store, stored) = (self.store.clone(), self.stored.clone());
+        match self.later {
+            None => store.store(7, &stored),
+            Some(later) => {
+                std::thread::spawn(move || {
+                    std::thread::sleep(later);
+                    store.store(7, &stored);
+                });
+            }
+        }
         self.answer.clone()
     }
 }
@@ -261,6 +272,7 @@ async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_cred
             store: store.clone(),
             stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
             answer: refresh_token_reused(),
+            later: None,
         })
         .expect(1)
         .mount(&server)
@@ -272,25 +284,6 @@ async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_cred
     assert!(store.saved().is_empty());
 }
 
-/// Answers `answer` at once and sets the account's stored credential a moment later, as a replica
-/// whose refresh used the token first and is still saving it.
-struct ChangesTheStoreLater {
-    store: Arc<Recorder>,
-    stored: serde_json::Value,
-    answer: ResponseTemplate,
-}
-
-impl wiremock::Respond for ChangesTheStoreLater {
-    fn respond(&self, _request: &wiremock::Request) -> ResponseTemplate {
-        let (store, stored) = (self.store.clone(), self.stored.clone());
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            store.store(7, &stored);
-        });
-        self.answer.clone()
-    }
-}
-
 #[tokio::test]
 async fn a_refresh_refused_while_another_replica_is_still_saving_its_refresh_uses_it() {
     let server = MockServer::start().await;
@@ -299,10 +292,11 @@ async fn a_refresh_refused_while_another_replica_is_still_saving_its_refresh_use
     store.store(7, &first);
     Mock::given(path("/oauth/token"))
         .and(wiremock::matchers::body_json(grant("rt-1")))
-        .respond_with(ChangesTheStoreLater {
+        .respond_with(ChangesTheStore {
             store: store.clone(),
             stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
             answer: refresh_token_reused(),
+            later: Some(Duration::from_millis(300)),
         })
         .expect(1)
         .mount(&server)
@@ -326,6 +320,7 @@ async fn a_refresh_never_overwrites_a_credential_replaced_while_it_ran() {
             store: store.clone(),
             stored: operators.clone(),
             answer: token_answer("at-2", Some("rt-2")),
+            later: None,
         })
         .expect(1)
         .mount(&server)
