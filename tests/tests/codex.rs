@@ -183,6 +183,49 @@ async fn a_subscription_account_streams_partial_images_through_the_responses_end
 }
 
 #[tokio::test]
+async fn a_clients_responses_call_reaches_a_subscription_account_as_its_backend_takes_it() {
+    // The seed's own request: no stream, no store, no instructions, `input` a string; the
+    // simulator refuses such a call from a subscription as the ChatGPT backend does (400).
+    let c = codex_setup(&fresh_credential("at-sub"));
+    let request = json!({"model": "gpt-5.5", "input": "draw a fox",
+        "tools": [{"type": "image_generation", "size": "1024x1024", "quality": "low"}]});
+    let response = c.s.post_json("/responses", request.clone()).send().await.unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{}", body["error"]);
+    assert_eq!(body["status"], "completed");
+    let call = body["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "image_generation_call")
+        .unwrap_or_else(|| panic!("no image in {:.300}", body["output"]));
+    let image = decode_png(&call["result"]);
+    assert_eq!((image.width(), image.height()), (1024, 1024));
+
+    let mut streamed = request;
+    streamed["stream"] = json!(true);
+    let response = c.s.post_json("/responses", streamed).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let events = parse_sse(&response.text().await.unwrap());
+    assert_eq!(
+        events.last().map(|(name, _)| name.as_str()),
+        Some("response.completed")
+    );
+    let records = c.s.usage_at_least(2).await;
+    for record in &records[..2] {
+        assert_eq!(record["status"], 200, "{record:?}");
+        assert_eq!(record["images"], 1, "{record:?}");
+    }
+    let stats = c.s.sim_stats().await;
+    assert_eq!(
+        token(&stats, "at-sub")["by_path"],
+        json!({"/v1/responses": 2}),
+        "{stats}"
+    );
+}
+
+#[tokio::test]
 async fn an_edit_with_a_mask_is_a_responses_call_with_the_images() {
     let c = codex_setup(&fresh_credential("at-sub"));
     let part = |bytes: Vec<u8>, name: &str| {

@@ -23,7 +23,8 @@ pub enum UpstreamCall<'a> {
         /// The mask for the first image.
         mask: Option<&'a UploadedImage>,
     },
-    /// `POST /v1/responses`: the client's body is forwarded as it is (its `model` included).
+    /// `POST /v1/responses`: the client's body is forwarded as it is (its `model` included) to an
+    /// API-key account, and adapted to what the ChatGPT backend takes for a subscription account.
     Respond {
         /// The client's JSON body.
         body: &'a Map<String, Value>,

@@ -17,8 +17,8 @@ use common::{DEADLINE, events, generation, json_body, prompt_only};
 use imagegate_domain::ImageParamsDraft;
 use imagegate_upstream::{AccountTarget, HttpUpstream, Secret, Upstream, UpstreamCall};
 use serde_json::{Value, json};
-use wiremock::matchers::{body_json, header, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::matchers::{body_json, body_partial_json, header, method, path};
+use wiremock::{Mock, MockServer};
 
 #[tokio::test]
 async fn every_request_carries_the_token_and_the_subscription_headers() {
@@ -206,7 +206,7 @@ async fn a_credential_changed_from_outside_replaces_the_cached_one() {
 }
 
 #[tokio::test]
-async fn forwarded_responses_calls_use_the_token_and_its_refresh_too() {
+async fn forwarded_responses_calls_are_adapted_to_the_backend_and_use_the_token_and_its_refresh() {
     let server = MockServer::start().await;
     Mock::given(path("/v1/responses"))
         .and(header("authorization", "Bearer at-old"))
@@ -217,11 +217,13 @@ async fn forwarded_responses_calls_use_the_token_and_its_refresh_too() {
     Mock::given(path("/v1/responses"))
         .and(header("authorization", "Bearer at-new"))
         .and(header("chatgpt-account-id", "acct-5"))
-        .and(body_json(json!({"model": "gpt-5", "input": "hi"})))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"id": "resp_9", "object": "response", "output": []})),
-        )
+        // What the ChatGPT backend takes: streamed, not stored, `input` a list, instructions.
+        .and(body_partial_json(
+            json!({"model": "gpt-5", "stream": true, "store": false,
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}),
+        ))
+        .and(BodyHas("instructions"))
+        .respond_with(image_stream())
         .expect(1)
         .mount(&server)
         .await;
@@ -244,8 +246,25 @@ async fn forwarded_responses_calls_use_the_token_and_its_refresh_too() {
         .call(&target, call, DEADLINE)
         .await
         .unwrap();
+    // The client asked for no stream: it gets the response the stream ended with, whose output
+    // the backend listed only in its items.
     let answer: Value = serde_json::from_slice(&json_body(reply).await).unwrap();
-    assert_eq!(answer["id"], "resp_9");
+    assert_eq!(answer["id"], "resp_1");
+    assert_eq!(answer["status"], "completed");
+    assert_eq!(answer["output"][0]["result"], "SU1H");
+    assert_eq!(answer["tool_usage"]["image_gen"]["total_tokens"], 3);
+}
+
+/// Matches a JSON body with a non-empty string at `key`.
+struct BodyHas(&'static str);
+
+impl wiremock::Match for BodyHas {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        serde_json::from_slice::<Value>(&request.body)
+            .ok()
+            .and_then(|body| body[self.0].as_str().map(|text| !text.is_empty()))
+            .unwrap_or(false)
+    }
 }
 
 /// An account whose token is about to expire, and a token endpoint that rotates rt-1 into rt-2

@@ -1,8 +1,13 @@
 //! `POST /v1/responses` with an `image_generation` tool, as JSON or as an event stream.
+//!
+//! A call made as a ChatGPT subscription makes it (`originator: codex_cli_rs`) is held to the
+//! rules of the ChatGPT backend: streamed, not stored, `input` a list, some `instructions`;
+//! otherwise it gets the backend's 400 `{"detail": ...}`.
 
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use futures::stream;
@@ -26,8 +31,16 @@ const RESPONSES_PATH: &str = "/v1/responses";
 pub async fn create(
     State(state): State<SimState>,
     Extension(mut context): Extension<RequestContext>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let subscription = headers
+        .get("originator")
+        .is_some_and(|value| value.as_bytes() == b"codex_cli_rs");
+    if subscription && let Some(rule) = backend_rule_broken(&body) {
+        let detail = serde_json::json!({ "detail": rule });
+        return (StatusCode::BAD_REQUEST, axum::Json(detail)).into_response();
+    }
     let request = match decode_responses(&body) {
         Ok(request) => request,
         Err(error) => return ApiFailure::from(error).into_response(),
@@ -158,4 +171,25 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
         .chain(stream::once(rest).flatten())
         .boxed();
     sse_response(body)
+}
+
+/// The first rule of the ChatGPT backend `body` breaks, in the backend's words.
+fn backend_rule_broken(body: &[u8]) -> Option<&'static str> {
+    let Ok(serde_json::Value::Object(body)) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return None;
+    };
+    if body.get("stream") != Some(&serde_json::Value::Bool(true)) {
+        return Some("Stream must be set to true");
+    }
+    if body.get("store") != Some(&serde_json::Value::Bool(false)) {
+        return Some("Store must be set to false");
+    }
+    let instructions = body.get("instructions").and_then(serde_json::Value::as_str);
+    if instructions.is_none_or(|text| text.trim().is_empty()) {
+        return Some("Instructions are required");
+    }
+    if !body.get("input").is_some_and(serde_json::Value::is_array) {
+        return Some("Input must be a list");
+    }
+    None
 }

@@ -10,11 +10,14 @@
 //! `*.completed` (streaming, with the usage of the images so far) or one element of the Images
 //! response (non-streaming, usage summed).
 //!
-//! Responses calls from clients are forwarded as they are (the OpenAI wire). Every request carries
-//! the account's OAuth access token and the subscription headers, and the token is refreshed when
-//! needed ([`auth`]).
+//! Responses calls from clients are forwarded on the OpenAI wire, adapted to what the ChatGPT
+//! backend takes ([`client_call`]): always streamed and not stored, `input` as a list, some
+//! `instructions`. A client that asked for no stream gets the final response the stream ends with.
+//! Every request carries the account's OAuth access token and the subscription headers, and the
+//! token is refreshed when needed ([`auth`]).
 
 pub(crate) mod auth;
+mod client_call;
 mod request;
 mod translate;
 
@@ -109,16 +112,28 @@ async fn in_memory(images: &[UploadedImage]) -> Result<Vec<UploadedImage>, Failu
     Ok(loaded)
 }
 
-/// A client's Responses call, forwarded as it is with the account's token and headers.
+/// A client's Responses call, adapted to the ChatGPT backend and sent with the account's token and
+/// headers: streamed upstream always, answered as the client asked.
 async fn respond(session: Session<'_>, call: UpstreamCall<'_>, deadline: Deadline) -> Result<Reply, Failure> {
-    let (shape, body) = openai::prepare(call)?;
+    let UpstreamCall::Respond { body, stream } = call else {
+        return Err(Failure::protocol("not a Responses call"));
+    };
+    let adapted = client_call::adapted(body);
+    let (shape, body) = openai::prepare(UpstreamCall::Respond {
+        body: &adapted,
+        stream: true,
+    })?;
     let RequestBody::Json(body) = body else {
         return Err(Failure::protocol("a Responses call has a JSON body"));
     };
     let response = session
         .send(shape.endpoint, body, shape.is_stream, deadline)
         .await?;
-    openai::finish(response, shape, session.config, deadline).await
+    let reply = openai::finish(response, shape, session.config, deadline).await?;
+    if stream {
+        return Ok(reply);
+    }
+    client_call::final_response(reply).await
 }
 
 /// What the client asked for, to fill in what the upstream does not report.

@@ -1,0 +1,102 @@
+//! A client's own Responses call on a ChatGPT-subscription account. The ChatGPT backend takes only
+//! streamed, unstored calls with `input` as a list and some `instructions`; the OpenAI API takes
+//! all of these as optional. So the call is adapted before it goes, and a client that asked for
+//! no stream gets the final response of the stream, as the OpenAI API would have answered it.
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::request::INSTRUCTIONS;
+use crate::failure::Failure;
+use crate::reply::{Reply, joined_events};
+
+/// `body` as the ChatGPT backend takes it: `stream: true`, `store: false`, a string `input` as
+/// one user message, and the gateway's instructions where the client gave none.
+pub(super) fn adapted(body: &Map<String, Value>) -> Map<String, Value> {
+    let mut body = body.clone();
+    body.insert("stream".to_owned(), Value::Bool(true));
+    body.insert("store".to_owned(), Value::Bool(false));
+    if let Some(Value::String(text)) = body.get("input") {
+        let message = json!([{"role": "user", "content": [{"type": "input_text", "text": text}]}]);
+        body.insert("input".to_owned(), message);
+    }
+    let has_instructions = body
+        .get("instructions")
+        .and_then(Value::as_str)
+        .is_some_and(|text| !text.trim().is_empty());
+    if !has_instructions {
+        body.insert("instructions".to_owned(), Value::String(INSTRUCTIONS.to_owned()));
+    }
+    body
+}
+
+/// The events that end a response, whose `response` is the whole response.
+const FINAL_EVENTS: [&str; 3] = ["response.completed", "response.incomplete", "response.failed"];
+
+/// The answer to a client that asked for no stream: the response its stream ended with, with the
+/// output items the stream carried when its final event lists none.
+pub(super) async fn final_response(reply: Reply) -> Result<Reply, Failure> {
+    let Reply::Events(items) = reply else {
+        return Err(Failure::protocol("a streamed call answered without a stream"));
+    };
+    let mut events = joined_events(items);
+    let mut items = Vec::new();
+    let mut last = None;
+    while let Some(event) = events.next().await {
+        let event = event?;
+        let Ok(mut data) = serde_json::from_str::<Map<String, Value>>(&event.data) else {
+            continue;
+        };
+        let kind = data.get("type").and_then(Value::as_str).unwrap_or_default();
+        if kind == "response.output_item.done" {
+            if let Some(item) = data.remove("item") {
+                items.push(item);
+            }
+        } else if FINAL_EVENTS.contains(&kind) {
+            last = data.remove("response");
+        }
+    }
+    let Some(Value::Object(mut response)) = last else {
+        return Err(Failure::protocol("the stream ended without its final response"));
+    };
+    let listed = response
+        .get("output")
+        .and_then(Value::as_array)
+        .is_some_and(|output| !output.is_empty());
+    if !listed {
+        response.insert("output".to_owned(), Value::Array(items));
+    }
+    let body = serde_json::to_vec(&response)
+        .map_err(|err| Failure::protocol(format!("encoding the response failed: {err}")))?;
+    Ok(Reply::Json {
+        body: Bytes::from(body),
+        request_id: None,
+        summary: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_client_body_is_adapted_to_what_the_backend_takes() {
+        let body = json!({"model": "gpt-5", "input": "draw a fox", "stream": false, "store": true,
+            "tools": [{"type": "image_generation"}]});
+        let adapted = adapted(body.as_object().unwrap());
+        assert_eq!(adapted["stream"], true);
+        assert_eq!(adapted["store"], false);
+        assert_eq!(adapted["input"][0]["role"], "user");
+        assert_eq!(adapted["input"][0]["content"][0]["text"], "draw a fox");
+        assert_eq!(adapted["instructions"], INSTRUCTIONS);
+        assert_eq!(adapted["tools"], body["tools"], "the rest stays");
+        let own = json!({"model": "gpt-5", "instructions": "Be brief.",
+            "input": [{"role": "user", "content": "hi"}]});
+        let adapted = super::adapted(own.as_object().unwrap());
+        assert_eq!(adapted["instructions"], "Be brief.");
+        assert_eq!(adapted["input"], own["input"]);
+    }
+}
