@@ -108,6 +108,10 @@ pub struct Cooldown {
     pub kind: CooldownKind,
     /// Human-readable cause.
     pub reason: String,
+    /// The end of a rate limit still in force when this longer cooldown of another kind replaced
+    /// it: a success that ends this cooldown leaves the rate limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limited_until: Option<UnixMillis>,
 }
 
 /// Health status that only an operator (or a spec reload with a reset) clears.
@@ -208,8 +212,10 @@ impl AccountHealth {
                 self.forbidden_streak = 0;
                 self.transient_streak = 0;
                 for slot in [&mut self.cooldown_all, &mut self.cooldown_images] {
-                    if slot.as_ref().is_some_and(|c| c.kind != CooldownKind::RateLimited) {
-                        *slot = None;
+                    if let Some(cooldown) = slot.as_ref()
+                        && cooldown.kind != CooldownKind::RateLimited
+                    {
+                        *slot = cooldown.rate_limit_beneath(now);
                     }
                 }
             }
@@ -243,6 +249,7 @@ impl AccountHealth {
                         until,
                         kind: CooldownKind::RateLimited,
                         reason: reason.clone(),
+                        rate_limited_until: None,
                     },
                     now,
                 );
@@ -279,6 +286,7 @@ impl AccountHealth {
                         until,
                         kind: CooldownKind::Forbidden,
                         reason: message.clone(),
+                        rate_limited_until: None,
                     };
                     extend(&mut self.cooldown_all, cooldown, now);
                 }
@@ -296,6 +304,7 @@ impl AccountHealth {
                             until,
                             kind: CooldownKind::CircuitOpen,
                             reason,
+                            rate_limited_until: None,
                         },
                         now,
                     );
@@ -324,13 +333,43 @@ pub fn rate_limit_backoff(policy: &CooldownPolicy, streak: u32) -> Duration {
         .min(policy.rate_limit_cap)
 }
 
-/// Puts `new` in `slot` unless a cooldown still in force there lasts at least as long.
-fn extend(slot: &mut Option<Cooldown>, new: Cooldown, now: UnixMillis) {
-    let keep = slot
-        .as_ref()
-        .is_some_and(|old| old.until > now && old.until >= new.until);
-    if !keep {
-        *slot = Some(new);
+/// Puts `new` in `slot` unless a cooldown still in force there lasts at least as long. A rate limit
+/// still in force that a cooldown of another kind replaces is kept in it
+/// ([`Cooldown::rate_limited_until`]).
+fn extend(slot: &mut Option<Cooldown>, mut new: Cooldown, now: UnixMillis) {
+    if let Some(old) = slot.as_mut()
+        && old.until > now
+        && old.until >= new.until
+    {
+        // A rate limit under a longer cooldown of another kind is kept in it.
+        if new.kind == CooldownKind::RateLimited && old.kind != CooldownKind::RateLimited {
+            old.rate_limited_until = old.rate_limited_until.max(Some(new.until));
+        }
+        return;
+    }
+    if new.kind != CooldownKind::RateLimited {
+        new.rate_limited_until = slot
+            .as_ref()
+            .and_then(|old| old.rate_limit_beneath(now))
+            .map(|limit| limit.until);
+    }
+    *slot = Some(new);
+}
+
+impl Cooldown {
+    /// The rate limit in force at `now` under this cooldown: itself if it is one, else the one it
+    /// replaced.
+    fn rate_limit_beneath(&self, now: UnixMillis) -> Option<Cooldown> {
+        if self.kind == CooldownKind::RateLimited {
+            return (self.until > now).then(|| self.clone());
+        }
+        let until = self.rate_limited_until.filter(|until| *until > now)?;
+        Some(Cooldown {
+            until,
+            kind: CooldownKind::RateLimited,
+            reason: format!("rate limited until the upstream reset ({})", until.0),
+            rate_limited_until: None,
+        })
     }
 }
 

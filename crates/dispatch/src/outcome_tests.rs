@@ -213,6 +213,44 @@ fn success_keeps_a_rate_limit_cooldown() {
 }
 
 #[test]
+fn success_keeps_a_rate_limit_a_longer_cooldown_of_another_kind_replaced() {
+    // A 429 (reset in 20 s), then a JSON 403 (60 s) and a breaker opening while it holds: the
+    // longer cooldown replaces it, and a success ending that cooldown leaves the rate limit.
+    let policy = CooldownPolicy::default();
+    let reset = T0.plus(secs(20));
+    let forbidden = Outcome::Forbidden {
+        json_body: true,
+        detail: "403".into(),
+    };
+    for failures in [vec![forbidden], vec![transient(); 3]] {
+        let mut health = AccountHealth::default();
+        health.apply(&rate_limited(Some(reset), LimitScope::All), &policy, T0);
+        for failure in &failures {
+            health.apply(failure, &policy, T0);
+        }
+        assert!(health.blocked_until(false, T0.plus(secs(1))) > Some(reset));
+        health.apply(&Outcome::Success, &policy, T0.plus(secs(1)));
+        assert_eq!(
+            health.blocked_until(false, T0.plus(secs(1))),
+            Some(reset),
+            "{failures:?}"
+        );
+        assert_eq!(health.blocked_until(false, reset), None, "usable at the reset");
+        // Stored as JSON (the Redis state) and read back, it says the same.
+        let stored: AccountHealth = serde_json::from_str(&serde_json::to_string(&health).unwrap()).unwrap();
+        assert_eq!(stored.blocked_until(false, T0.plus(secs(1))), Some(reset));
+    }
+    // A success after the rate limit's own end clears everything, as before.
+    let mut health = AccountHealth::default();
+    health.apply(&rate_limited(Some(reset), LimitScope::All), &policy, T0);
+    health.apply(&transient(), &policy, T0);
+    health.apply(&transient(), &policy, T0);
+    health.apply(&transient(), &policy, T0);
+    health.apply(&Outcome::Success, &policy, reset.plus(secs(1)));
+    assert_eq!(health.blocked_until(false, reset.plus(secs(1))), None);
+}
+
+#[test]
 fn invalid_request_changes_nothing() {
     let policy = CooldownPolicy::default();
     let mut health = AccountHealth::default();

@@ -76,6 +76,7 @@ fn loads(accounts: &[Account]) -> HashMap<AccountId, AccountLoad> {
                     until: UnixMillis(NOW.0 + 5_000),
                     kind: CooldownKind::RateLimited,
                     reason: "429".into(),
+                    rate_limited_until: None,
                 });
             }
             if a.errored {

@@ -39,6 +39,7 @@ fn cooling(until: UnixMillis, images_only: bool) -> AccountRuntime {
         until,
         kind: CooldownKind::RateLimited,
         reason: "429".into(),
+        rate_limited_until: None,
     };
     let mut runtime = AccountRuntime::default();
     if images_only {

@@ -30,8 +30,13 @@ pub struct View {
     pub cooldowns: Vec<(LimitScope, UnixMillis)>,
 }
 
-/// A cooldown: end, and whether a 429 caused it (a success does not clear those).
-type Cool = Option<(UnixMillis, bool)>;
+/// The cooldowns of one scope: the latest end of its rate limits (a success keeps them) and of its
+/// failures (403s, the breaker; a success ends them). The account cools until the later.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cool {
+    limit: Option<UnixMillis>,
+    failure: Option<UnixMillis>,
+}
 
 #[derive(Debug, Default, Clone)]
 struct Account {
@@ -62,13 +67,16 @@ pub struct Model {
 }
 
 fn active_until(cool: Cool, now: UnixMillis) -> Option<UnixMillis> {
-    cool.map(|(until, _)| until).filter(|until| *until > now)
+    [cool.limit, cool.failure]
+        .into_iter()
+        .flatten()
+        .filter(|until| *until > now)
+        .max()
 }
 
-fn extend(slot: &mut Cool, until: UnixMillis, rate_limit: bool, now: UnixMillis) {
-    if active_until(*slot, now).is_none_or(|old| old < until) {
-        *slot = Some((until, rate_limit));
-    }
+/// Moves the end in `slot` to `until` if that is later.
+fn extend(slot: &mut Option<UnixMillis>, until: UnixMillis) {
+    *slot = Some(slot.map_or(until, |old| old.max(until)));
 }
 
 impl Model {
@@ -224,8 +232,8 @@ impl Model {
                 account.rate_limits = 0;
                 account.forbiddens = 0;
                 account.transients = 0;
-                account.all = account.all.filter(|(_, rate_limit)| *rate_limit);
-                account.images = account.images.filter(|(_, rate_limit)| *rate_limit);
+                account.all.failure = None;
+                account.images.failure = None;
             }
             Outcome::RateLimited { reset_at, scope } => {
                 account.rate_limits += 1;
@@ -244,7 +252,7 @@ impl Model {
                 } else {
                     &mut account.images
                 };
-                extend(slot, until, true, now);
+                extend(&mut slot.limit, until);
             }
             Outcome::AuthFailed { .. } => account.broken = true,
             Outcome::Forbidden { json_body: false, .. } | Outcome::Invalid => {}
@@ -253,13 +261,13 @@ impl Model {
                 if account.forbiddens >= policy.forbidden_disable_after {
                     account.broken = true;
                 } else {
-                    extend(&mut account.all, now.plus(policy.forbidden_cooldown), false, now);
+                    extend(&mut account.all.failure, now.plus(policy.forbidden_cooldown));
                 }
             }
             Outcome::Transient { .. } => {
                 account.transients += 1;
                 if account.transients >= policy.breaker_after {
-                    extend(&mut account.all, now.plus(policy.breaker_cooldown), false, now);
+                    extend(&mut account.all.failure, now.plus(policy.breaker_cooldown));
                 }
             }
         }
