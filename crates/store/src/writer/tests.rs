@@ -482,18 +482,38 @@ async fn batches_go_to_the_spool_while_the_database_is_down_and_are_replayed_aft
     );
 }
 
+/// A writer spooling into `dir`, flushing every `flush_interval`, whose shutdown deadline (30 s)
+/// outlasts every write timeout here: what ends a write at shutdown is the shutdown's own limit.
+fn spooling_writer(
+    backend: &Arc<FakeBackend>,
+    dir: &std::path::Path,
+    flush_interval: Duration,
+) -> (UsageSink, UsageWriter) {
+    let cfg = UsageWriterConfig {
+        flush_interval,
+        shutdown_timeout: Duration::from_secs(30),
+        ..config()
+    };
+    UsageWriter::spawn_with(backend.clone(), cfg, Some(UsageSpool::open(dir).unwrap()))
+}
+
+/// Asserts that what `happened` since the stop at `started` took at most one shutdown write (3 s,
+/// virtual time), not a write timeout (15 s): on disk well before the orchestrator's kill.
+fn within_one_shutdown_write(started: tokio::time::Instant, happened: &str) {
+    let took = started.elapsed();
+    assert!(
+        took <= Duration::from_secs(4),
+        "{happened} {took:?} after the stop"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn at_shutdown_a_silent_database_gets_one_short_try_before_the_spool() {
     // The database went silent (a network black hole); the writer is stopped with records queued.
     let dir = tempfile::tempdir().unwrap();
     let backend = Arc::new(FakeBackend::default());
     backend.hang.store(true, Ordering::SeqCst);
-    let cfg = UsageWriterConfig {
-        shutdown_timeout: Duration::from_secs(30),
-        ..config()
-    };
-    let (sink, writer) =
-        UsageWriter::spawn_with(backend.clone(), cfg, Some(UsageSpool::open(dir.path()).unwrap()));
+    let (sink, writer) = spooling_writer(&backend, dir.path(), config().flush_interval);
     // The writer's first flush (of nothing) is behind it; then fewer records than a batch come,
     // and wait for the next flush, which the shutdown makes.
     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -507,11 +527,7 @@ async fn at_shutdown_a_silent_database_gets_one_short_try_before_the_spool() {
     wait_until(|| sink.stats().spooled == 2).await;
     // Virtual time (paused): on disk well before the orchestrator's kill, a few seconds after
     // the grace period, which three tries of a 15 s write timeout would outlast.
-    assert!(
-        started.elapsed() <= Duration::from_secs(4),
-        "spooled after {:?}",
-        started.elapsed()
-    );
+    within_one_shutdown_write(started, "spooled");
     let stats = stopping.await.unwrap().unwrap();
     assert_eq!(stats.spooled, 2);
     assert!(backend.written_ids().is_empty());
@@ -520,11 +536,7 @@ async fn at_shutdown_a_silent_database_gets_one_short_try_before_the_spool() {
         1,
         "no last replay into the database that just failed"
     );
-    assert!(
-        started.elapsed() <= Duration::from_secs(4),
-        "exited after {:?}",
-        started.elapsed()
-    );
+    within_one_shutdown_write(started, "exited");
 }
 
 #[tokio::test(start_paused = true)]
@@ -534,12 +546,7 @@ async fn a_stop_during_a_write_into_a_silent_database_cuts_that_write_short() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Arc::new(FakeBackend::default());
     backend.hang.store(true, Ordering::SeqCst);
-    let cfg = UsageWriterConfig {
-        shutdown_timeout: Duration::from_secs(30),
-        ..config()
-    };
-    let (sink, writer) =
-        UsageWriter::spawn_with(backend.clone(), cfg, Some(UsageSpool::open(dir.path()).unwrap()));
+    let (sink, writer) = spooling_writer(&backend, dir.path(), config().flush_interval);
     for i in 0..3 {
         sink.record(record(i)).unwrap();
     }
@@ -548,11 +555,7 @@ async fn a_stop_during_a_write_into_a_silent_database_cuts_that_write_short() {
     let stopping = tokio::spawn(writer.shutdown());
     wait_until(|| sink.stats().spooled == 3).await;
     // Virtual time: the write under way gets the shutdown's 3 s, not what is left of its 15 s.
-    assert!(
-        started.elapsed() <= Duration::from_secs(4),
-        "spooled {:?} after the stop",
-        started.elapsed()
-    );
+    within_one_shutdown_write(started, "spooled");
     let stats = stopping.await.unwrap().unwrap();
     assert_eq!(stats.spooled, 3);
     assert_eq!(
@@ -560,11 +563,7 @@ async fn a_stop_during_a_write_into_a_silent_database_cuts_that_write_short() {
         1,
         "the write was cut, not tried again"
     );
-    assert!(
-        started.elapsed() <= Duration::from_secs(4),
-        "exited after {:?}",
-        started.elapsed()
-    );
+    within_one_shutdown_write(started, "exited");
 }
 
 #[tokio::test(start_paused = true)]
@@ -572,13 +571,7 @@ async fn a_stop_during_a_replay_into_a_silent_database_cuts_that_replay_short() 
     let dir = tempfile::tempdir().unwrap();
     let backend = Arc::new(FakeBackend::default());
     backend.fail_always.store(true, Ordering::SeqCst);
-    let cfg = UsageWriterConfig {
-        flush_interval: Duration::from_millis(200),
-        shutdown_timeout: Duration::from_secs(30),
-        ..config()
-    };
-    let (sink, writer) =
-        UsageWriter::spawn_with(backend.clone(), cfg, Some(UsageSpool::open(dir.path()).unwrap()));
+    let (sink, writer) = spooling_writer(&backend, dir.path(), Duration::from_millis(200));
     for i in 0..3 {
         sink.record(record(i)).unwrap();
     }
@@ -590,11 +583,7 @@ async fn a_stop_during_a_replay_into_a_silent_database_cuts_that_replay_short() 
     wait_until(|| backend.attempts.load(Ordering::SeqCst) == before + 1).await;
     let started = tokio::time::Instant::now();
     let stats = writer.shutdown().await.unwrap();
-    assert!(
-        started.elapsed() <= Duration::from_secs(4),
-        "exited {:?} after the stop",
-        started.elapsed()
-    );
+    within_one_shutdown_write(started, "exited");
     assert_eq!(stats.replayed, 0);
     assert!(
         std::fs::read_dir(dir.path()).unwrap().count() > 0,
