@@ -9,9 +9,6 @@ use crate::store::Store;
 pub struct Resealed {
     /// Credentials sealed again under the current master key.
     pub resealed: usize,
-    /// Credentials that changed while they were being resealed (a gateway refreshed them, sealing
-    /// them under its own current key).
-    pub changed: usize,
     /// Accounts whose credential neither the current nor the previous key opens (left as they are).
     pub unreadable: Vec<AccountId>,
 }
@@ -27,9 +24,8 @@ pub async fn reseal_credentials(store: &dyn Store) -> StoreResult<Resealed> {
         }
         match store.reseal_account_credential(account.id).await {
             Ok(true) => done.resealed += 1,
-            Ok(false) => done.changed += 1,
-            // Removed meanwhile.
-            Err(StoreError::NotFound { .. }) => {}
+            // The credential or the account removed meanwhile.
+            Ok(false) | Err(StoreError::NotFound { .. }) => {}
             Err(StoreError::Crypto(CryptoError::Decrypt)) => done.unreadable.push(account.id),
             Err(err) => return Err(err),
         }

@@ -163,8 +163,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Replaces (or with `None` removes) the credential (an operator's new one).
     async fn update_account_credential(&self, id: AccountId, credential: Option<&Secret>) -> StoreResult<()>;
     /// Replaces the credential with `credential` only if it is still `previous` (an OAuth refresh
-    /// of `previous`): `true` when it did, `false` when the account has another one by now (an
-    /// operator's, or another replica's refresh), which is then left as it is.
+    /// of `previous`), checked and written with no write between: `true` when it did, `false` when
+    /// the account has another one by now (an operator's, or another replica's refresh), which is
+    /// then left as it is.
     async fn replace_account_credential(
         &self,
         id: AccountId,
@@ -173,8 +174,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> StoreResult<bool>;
     /// Seals the credential again under the current master key (see
     /// [`reseal_credentials`](crate::reseal_credentials)): `true` when it did, `false` when the
-    /// account has no credential or it changed meanwhile (its writer sealed it, and an OAuth
-    /// refresh must never be overwritten by the older value).
+    /// account has no credential. The value is read and written back with no write between (an
+    /// OAuth refresh is never overwritten by the older value), and a reseal changes only the bytes:
+    /// [`replace_account_credential`](Store::replace_account_credential) and
+    /// [`mark_account_failed`](Store::mark_account_failed) compare secrets, not bytes.
     async fn reseal_account_credential(&self, id: AccountId) -> StoreResult<bool>;
 
     // ---- usage ----

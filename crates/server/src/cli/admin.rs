@@ -314,12 +314,6 @@ pub async fn accounts(
                 "resealed {} credential(s) under the current master key",
                 done.resealed
             );
-            if done.changed > 0 {
-                println!(
-                    "{} credential(s) changed meanwhile (refreshed by a running gateway, which sealed them)",
-                    done.changed
-                );
-            }
             if !done.unreadable.is_empty() {
                 let ids: Vec<String> = done.unreadable.iter().map(|id| id.to_string()).collect();
                 return Err(AdminError::Usage(format!(

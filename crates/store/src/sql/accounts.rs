@@ -1,6 +1,6 @@
 //! Upstream accounts and their encrypted credentials. Compiled once per backend.
 
-use sqlx::Pool;
+use sqlx::{Pool, Transaction};
 
 use super::Db;
 use crate::crypto::{Crypto, SealContext};
@@ -12,11 +12,7 @@ use crate::model::{
 use crate::rows::{ACCOUNT_COLUMNS, AccountRow, accounts_with_groups, models_json};
 use crate::secret::Secret;
 
-async fn insert_groups(
-    tx: &mut sqlx::Transaction<'_, Db>,
-    id: AccountId,
-    groups: &[GroupId],
-) -> StoreResult<()> {
+async fn insert_groups(tx: &mut Transaction<'_, Db>, id: AccountId, groups: &[GroupId]) -> StoreResult<()> {
     let mut unique = groups.to_vec();
     unique.sort_unstable();
     unique.dedup();
@@ -204,35 +200,27 @@ pub(super) async fn mark_account_failed(
     reason: &str,
     refused: Option<&Secret>,
 ) -> StoreResult<bool> {
-    // With `refused`: only over the sealed credential that opens to it, as just read (one
-    // replaced meanwhile has other bytes).
-    let still_sealed = match refused {
-        None => None,
-        Some(refused) => {
-            let Some(sealed) = sealed_credential(pool, id).await? else {
-                return Ok(false);
-            };
-            if crypto.open(&sealed, &SealContext::account_credential(id))? != *refused {
-                return Ok(false);
-            }
-            Some(sealed)
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
+    // With `refused`: only while the credential opens to it (one replaced meanwhile does not, one
+    // resealed under a new master key still does).
+    if let Some(refused) = refused {
+        let Some(sealed) = locked_credential(&mut tx, id).await? else {
+            return Ok(false);
+        };
+        if crypto.open(&sealed, &SealContext::account_credential(id))? != *refused {
+            return Ok(false);
         }
-    };
-    let sql = match still_sealed {
-        None => "UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1",
-        Some(_) => {
-            "UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1 AND credential = $5"
-        }
-    };
-    let mut query = sqlx::query(sql)
-        .bind(id.0)
-        .bind(AccountStatus::Error.as_str())
-        .bind(reason)
-        .bind(Timestamp::now().unix_ms());
-    if let Some(sealed) = still_sealed {
-        query = query.bind(sealed);
     }
-    Ok(query.execute(pool).await?.rows_affected() == 1)
+    let done =
+        sqlx::query("UPDATE accounts SET status = $2, status_reason = $3, updated_at = $4 WHERE id = $1")
+            .bind(id.0)
+            .bind(AccountStatus::Error.as_str())
+            .bind(reason)
+            .bind(Timestamp::now().unix_ms())
+            .execute(&mut *tx)
+            .await?;
+    tx.commit().await?;
+    Ok(done.rows_affected() == 1)
 }
 
 pub(super) async fn delete_account(pool: &Pool<Db>, id: AccountId) -> StoreResult<()> {
@@ -256,23 +244,32 @@ async fn sealed_credential(pool: &Pool<Db>, id: AccountId) -> StoreResult<Option
     Ok(sealed)
 }
 
-/// Writes `sealed` only over `read`, the value just read: a value written meanwhile (sealed with a
-/// fresh nonce, as every value is) never has the same bytes. Whether it did.
-async fn swap_sealed_credential(
-    pool: &Pool<Db>,
-    id: AccountId,
-    read: Vec<u8>,
-    sealed: Vec<u8>,
-) -> StoreResult<bool> {
-    let done =
-        sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1 AND credential = $4")
+/// The account's sealed credential (`None`: it has none; `NotFound` without the account), read
+/// with its row locked until `tx` ends, so what is written next in `tx` is decided on the value it
+/// replaces. A write that changes nothing takes the lock the same way on both backends.
+async fn locked_credential(tx: &mut Transaction<'_, Db>, id: AccountId) -> StoreResult<Option<Vec<u8>>> {
+    let row: Option<(Option<Vec<u8>>,)> =
+        sqlx::query_as("UPDATE accounts SET updated_at = updated_at WHERE id = $1 RETURNING credential")
             .bind(id.0)
-            .bind(sealed)
-            .bind(Timestamp::now().unix_ms())
-            .bind(read)
-            .execute(pool)
+            .fetch_optional(&mut **tx)
             .await?;
-    Ok(done.rows_affected() == 1)
+    let (sealed,) = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    Ok(sealed)
+}
+
+/// Stores `sealed` as the credential, in `tx`.
+async fn write_sealed_credential(
+    tx: &mut Transaction<'_, Db>,
+    id: AccountId,
+    sealed: Vec<u8>,
+) -> StoreResult<()> {
+    sqlx::query("UPDATE accounts SET credential = $2, updated_at = $3 WHERE id = $1")
+        .bind(id.0)
+        .bind(sealed)
+        .bind(Timestamp::now().unix_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 pub(super) async fn account_credential(
@@ -292,14 +289,18 @@ pub(super) async fn reseal_account_credential(
     crypto: &Crypto,
     id: AccountId,
 ) -> StoreResult<bool> {
-    let Some(sealed) = sealed_credential(pool, id).await? else {
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
+    let Some(sealed) = locked_credential(&mut tx, id).await? else {
         return Ok(false);
     };
-    // Also seals again for its account a value sealed before values were bound to one. Only over
-    // the value just read: a credential refreshed meanwhile is newer, and already sealed.
+    // Also seals again for its account a value sealed before values were bound to one. The row
+    // stays locked from the read to the write, so a refresh committed meanwhile is what is
+    // resealed, and one after it waits and then finds its value still there.
     let context = SealContext::account_credential(id);
     let resealed = crypto.seal(&crypto.open(&sealed, &context)?, &context)?;
-    swap_sealed_credential(pool, id, sealed, resealed).await
+    write_sealed_credential(&mut tx, id, resealed).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 pub(super) async fn replace_account_credential(
@@ -309,15 +310,18 @@ pub(super) async fn replace_account_credential(
     previous: &Secret,
     credential: &Secret,
 ) -> StoreResult<bool> {
-    let Some(sealed) = sealed_credential(pool, id).await? else {
+    let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
+    let Some(sealed) = locked_credential(&mut tx, id).await? else {
         return Ok(false);
     };
+    // Compared as secrets, not bytes: a reseal under a new master key changes only the bytes.
     let context = SealContext::account_credential(id);
     if crypto.open(&sealed, &context)? != *previous {
         return Ok(false);
     }
-    let replacement = crypto.seal(credential, &context)?;
-    swap_sealed_credential(pool, id, sealed, replacement).await
+    write_sealed_credential(&mut tx, id, crypto.seal(credential, &context)?).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 pub(super) async fn update_account_credential(

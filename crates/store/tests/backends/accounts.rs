@@ -17,7 +17,8 @@ crate::on_every_backend!(
     resealing_never_writes_over_a_credential_refreshed_meanwhile,
     a_refresh_replaces_only_the_credential_it_refreshed,
     a_new_base_url_and_its_credential_are_written_together,
-    an_account_is_marked_failed_only_while_it_holds_the_refused_credential
+    an_account_is_marked_failed_only_while_it_holds_the_refused_credential,
+    a_refresh_is_saved_over_its_credential_resealed_meanwhile
 );
 
 async fn an_account_is_marked_failed_only_while_it_holds_the_refused_credential(db: Arc<TestDb>) {
@@ -522,6 +523,48 @@ async fn resealing_never_writes_over_a_credential_refreshed_meanwhile(db: Arc<Te
         let stored = store.account_credential(account.id).await.unwrap().unwrap();
         assert_eq!(stored.expose(), refreshed, "round {round}");
     }
+}
+
+async fn a_refresh_is_saved_over_its_credential_resealed_meanwhile(db: Arc<TestDb>) {
+    let store = Arc::clone(&db.store);
+    let token = Secret::new("token-0");
+    let account = store
+        .create_account(NewAccount {
+            credential: Some(token.clone()),
+            ..NewAccount::new("codex-1", AccountKind::Codex)
+        })
+        .await
+        .unwrap();
+    // Two sealings of the same token: what a key rotation's reseal writes over the other.
+    let first = credential_of(&db, "codex-1").await;
+    assert!(store.reseal_account_credential(account.id).await.unwrap());
+    assert_ne!(credential_of(&db, "codex-1").await, first);
+    let hold = std::time::Duration::from_millis(400);
+    let sql = "UPDATE accounts SET credential = $1 WHERE name = 'codex-1'";
+
+    // A gateway saves its refresh of the token while the rotation is writing it back resealed.
+    let resealing = db.write_bytes_meanwhile(sql, Some(first.clone()), hold).await;
+    let refreshed = Secret::new("token-1");
+    let saved = store.replace_account_credential(account.id, &token, &refreshed);
+    let (saved, ()) = tokio::join!(saved, async { resealing.await.unwrap() });
+    assert!(saved.unwrap(), "the refresh of the stored token is saved");
+    let stored = store.account_credential(account.id).await.unwrap().unwrap();
+    assert_eq!(stored.expose(), "token-1");
+
+    // The upstream refuses the refreshed token while the rotation reseals it: the account is marked.
+    let resealed = credential_of(&db, "codex-1").await;
+    assert!(store.reseal_account_credential(account.id).await.unwrap());
+    let resealing = db.write_bytes_meanwhile(sql, Some(resealed), hold).await;
+    let marked = store.mark_account_failed(account.id, "refresh refused", Some(&refreshed));
+    let (marked, ()) = tokio::join!(marked, async { resealing.await.unwrap() });
+    assert!(
+        marked.unwrap(),
+        "the refusal of the stored token marks its account"
+    );
+    assert_eq!(
+        store.account(account.id).await.unwrap().status,
+        AccountStatus::Error
+    );
 }
 
 /// What versions before credentials were bound to their account wrote: `nonce || ciphertext ||

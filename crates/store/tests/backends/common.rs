@@ -87,11 +87,21 @@ impl TestDb {
         sql: &'static str,
         hold: std::time::Duration,
     ) -> tokio::task::JoinHandle<()> {
+        self.write_bytes_meanwhile(sql, None, hold).await
+    }
+
+    /// [`Self::write_meanwhile`] with `bytes`, when given, bound to `$1`.
+    pub async fn write_bytes_meanwhile(
+        &self,
+        sql: &'static str,
+        bytes: Option<Vec<u8>>,
+        hold: std::time::Duration,
+    ) -> tokio::task::JoinHandle<()> {
         match self.kind {
             Kind::Sqlite => {
                 let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
                 sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
-                sqlx::query(sql).execute(&mut conn).await.unwrap();
+                sqlx::query(sql).bind(bytes).execute(&mut conn).await.unwrap();
                 tokio::spawn(async move {
                     tokio::time::sleep(hold).await;
                     sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
@@ -100,7 +110,7 @@ impl TestDb {
             Kind::Postgres => {
                 let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
                 sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
-                sqlx::query(sql).execute(&mut conn).await.unwrap();
+                sqlx::query(sql).bind(bytes).execute(&mut conn).await.unwrap();
                 tokio::spawn(async move {
                     tokio::time::sleep(hold).await;
                     sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
