@@ -208,10 +208,22 @@ async fn a_clients_responses_call_reaches_a_subscription_account_as_its_backend_
     let response = c.s.post_json("/responses", streamed).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let events = parse_sse(&response.text().await.unwrap());
-    assert_eq!(
-        events.last().map(|(name, _)| name.as_str()),
-        Some("response.completed")
-    );
+    // As the OpenAI API streams it: the backend's own `codex.*` events (the simulator starts with
+    // one, as the backend does) are left out, since the SDKs refuse a stream whose first event is
+    // not `response.created`, and the final event lists the output the backend leaves out of it.
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names.first(), Some(&"response.created"), "{names:?}");
+    assert!(!names.iter().any(|name| name.starts_with("codex.")), "{names:?}");
+    let (last, completed) = events.last().unwrap();
+    assert_eq!(last, "response.completed");
+    let output = completed["response"]["output"].as_array().unwrap();
+    let call = output
+        .iter()
+        .find(|item| item["type"] == "image_generation_call")
+        .unwrap_or_else(|| panic!("no image in the final event's output: {:.300}", completed));
+    let image = decode_png(&call["result"]);
+    assert_eq!((image.width(), image.height()), (1024, 1024));
+    assert_eq!(output.last().unwrap()["type"], "message", "in the stream's order");
     let records = c.s.usage_at_least(2).await;
     for record in &records[..2] {
         assert_eq!(record["status"], 200, "{record:?}");

@@ -367,8 +367,21 @@ async fn responses_with_the_image_tool_work_plain_and_streamed() {
     );
     imagegate_e2e::assert_sequence_counts_from_zero(&events);
 
+    // A streamed call without the tool is recorded as streamed too.
+    let response = s
+        .post_json(
+            "/responses",
+            json!({"model": "gpt-5", "input": "say hello", "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let textual_id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let events = parse_sse(&response.text().await.unwrap());
+    assert_eq!(events.last().unwrap().0, "response.completed");
+
     // Both records bill the image tool's tokens (`tool_usage.image_gen`) on top of the main model's.
-    let records = s.usage_at_least(2).await;
+    let records = s.usage_at_least(3).await;
     let record = |id: &str| {
         records
             .iter()
@@ -377,6 +390,8 @@ async fn responses_with_the_image_tool_work_plain_and_streamed() {
             .clone()
     };
     let plain = record(&plain_id);
+    let streams = [&plain_id, &streamed_id, &textual_id].map(|id| record(id)["stream"].clone());
+    assert_eq!(streams, [json!(false), json!(true), json!(true)]);
     assert_eq!(plain["tokens"]["output_image"].as_u64(), Some(image_output));
     assert_eq!(plain["tokens"]["total"].as_u64(), Some(total));
     let streamed = record(&streamed_id);

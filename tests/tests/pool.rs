@@ -228,6 +228,48 @@ async fn a_responses_call_failed_by_a_limit_is_billed_what_its_failed_event_says
 }
 
 #[tokio::test]
+async fn a_responses_stream_failing_on_a_server_error_after_it_started_goes_to_another_account() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    // The first call starts its stream, then its model fails (`response.failed`, `server_error`).
+    s.sim_fault(json!({"fault": "server_error_in_stream", "times": 1, "path": "/v1/responses"}))
+        .await;
+    let tool = json!([{"type": "image_generation", "size": "1024x1024", "quality": "low"}]);
+    let response = s
+        .post_json(
+            "/responses",
+            json!({"model": "gpt-5", "input": "draw a fox", "tools": tool, "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = imagegate_e2e::parse_sse(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "response.created").count(),
+        1,
+        "the client sees one response: {names:?}"
+    );
+    assert_eq!(names.last(), Some(&"response.completed"), "{names:?}");
+    imagegate_e2e::assert_sequence_counts_from_zero(&events);
+    let stats = s.sim_stats().await;
+    let (a, b) = (sim_requests(&stats, "acct-a"), sim_requests(&stats, "acct-b"));
+    assert_eq!((a + b, a.min(b)), (2, 1), "one call on each account: {stats}");
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 200, "{:?}", records[0]);
+    assert_failed_over_once(&records[0]);
+    // The failed call counts against its account (a streak of them opens its breaker).
+    let listed = s.accounts();
+    let failures: Vec<u64> = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["live"]["failures"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(failures.iter().sum::<u64>(), 1, "{listed}");
+}
+
+#[tokio::test]
 async fn a_responses_stream_hitting_a_limit_after_it_started_goes_to_another_account() {
     let s = setup_with(&["acct-a", "acct-b"], &[]);
     // The first call starts its stream, then fails with a rate limit, as the ChatGPT backend

@@ -139,14 +139,18 @@ impl UsageRecorder {
     }
 
     /// The tool parameters of a Responses request.
-    pub fn tool(&mut self, size: &str, quality: &str, output_format: &str, stream: bool) {
+    pub fn tool(&mut self, size: &str, quality: &str, output_format: &str) {
         self.size_class = size.parse::<ImageSize>().ok().map(|s| s.size_class());
         self.with(|r| {
             r.size_requested = Some(size.to_owned());
             r.quality_requested = Some(quality.to_owned());
             r.output_format = Some(output_format.to_owned());
-            r.stream = stream;
         });
+    }
+
+    /// Whether a Responses request asked for a stream (with an image tool or not).
+    pub fn stream(&mut self, stream: bool) {
+        self.with(|r| r.stream = stream);
     }
 
     /// The account currently serving the request.

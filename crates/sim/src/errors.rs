@@ -173,6 +173,7 @@ pub fn fault_response(fault: &Fault, token: Option<&str>, request_id: &str) -> O
         | FaultKind::StallMidStream
         | FaultKind::NoImage
         | FaultKind::RateLimitInStream
+        | FaultKind::ServerErrorInStream
         | FaultKind::TruncatedBody
         | FaultKind::NoUsage
         | FaultKind::OneImage

@@ -53,6 +53,12 @@ pub enum FaultKind {
     /// `rate_limit_in_stream`, `response_failed_rate_limit`). Other requests are answered normally,
     /// though a scripted rule counts them down: give it `"path": "/v1/responses"`.
     RateLimitInStream,
+    /// A Responses stream that starts (`response.created`, `response.in_progress`) and then fails
+    /// with `response.failed` carrying `server_error`, as an upstream whose model fails after it
+    /// accepted the call reports it (names: `server_error_in_stream`, `response_failed_server_error`).
+    /// Other requests are answered normally, though a scripted rule counts them down: give it
+    /// `"path": "/v1/responses"`.
+    ServerErrorInStream,
     /// An Images answer cut short, as a broken upstream or a proxy in front of it may send it: a
     /// JSON document that ends halfway through its first image's base64, with a `content-length`
     /// declaring that shorter length, or an event stream that ends halfway through its second
@@ -75,7 +81,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FaultKind; 18] = [
+    pub const ALL: [FaultKind; 19] = [
         Self::UsageLimit,
         Self::RateLimit,
         Self::Server500,
@@ -90,6 +96,7 @@ impl FaultKind {
         Self::NoImage,
         Self::ModelUnsupported,
         Self::RateLimitInStream,
+        Self::ServerErrorInStream,
         Self::TruncatedBody,
         Self::NoUsage,
         Self::OneImage,
@@ -113,6 +120,7 @@ impl FaultKind {
             Self::NoImage => "no_image",
             Self::ModelUnsupported => "model_unsupported",
             Self::RateLimitInStream => "rate_limit_in_stream",
+            Self::ServerErrorInStream => "server_error_in_stream",
             Self::TruncatedBody => "truncated_body",
             Self::NoUsage => "no_usage",
             Self::OneImage => "one_image",
@@ -124,7 +132,7 @@ impl FaultKind {
 /// A fault name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, truncated_body, no_usage, one_image, refused_after_image"
+    "unknown fault '{0}'; known: 429 (usage_limit), rate_limit, 500, 502, 503, 401 (invalid_api_key), stall, stall_mid_stream, refusal, html_403, html_502, no_image, model_unsupported, rate_limit_in_stream, server_error_in_stream, truncated_body, no_usage, one_image, refused_after_image"
 )]
 pub struct UnknownFault(pub String);
 
@@ -147,6 +155,7 @@ impl FromStr for FaultKind {
             "no_image" | "200_no_image" => Self::NoImage,
             "model_unsupported" | "model_not_supported" | "model_not_found" => Self::ModelUnsupported,
             "rate_limit_in_stream" | "response_failed_rate_limit" => Self::RateLimitInStream,
+            "server_error_in_stream" | "response_failed_server_error" => Self::ServerErrorInStream,
             "truncated_body" | "truncated" | "cut_body" => Self::TruncatedBody,
             "no_usage" | "missing_usage" => Self::NoUsage,
             "one_image" | "fewer_images" => Self::OneImage,

@@ -120,6 +120,10 @@ pub struct ResponsesPlan {
     /// Whether the completed envelope reports the image's usage (`tool_usage`); see the
     /// `no_usage` fault.
     pub image_usage: bool,
+    /// Whether the call is a ChatGPT subscription's (not stored): as the ChatGPT backend does, its
+    /// stream starts with a `codex.rate_limits` event and its `response.completed` lists no output
+    /// (the items came in the stream's `response.output_item.done` events).
+    pub unstored: bool,
 }
 
 /// Ids the plan needs.
@@ -176,6 +180,7 @@ impl ResponsesPlan {
             action: if edit { "edit" } else { "generate" },
             stream: request.stream,
             image_usage: true,
+            unstored: false,
         }
     }
 
@@ -243,6 +248,16 @@ impl ResponsesPlan {
         }
         envelope.output.push(OutputItem::Message(self.message(true)));
         envelope.usage = Some(self.main_usage());
+        envelope
+    }
+
+    /// The response `response.completed` carries: [`Self::completed`], without its output when
+    /// the call is [`Self::unstored`].
+    pub fn final_response(&self, outcome: Option<&ImageOutcome>) -> ResponseObject {
+        let mut envelope = self.completed(outcome);
+        if self.unstored {
+            envelope.output.clear();
+        }
         envelope
     }
 

@@ -79,6 +79,7 @@ fn prepare(
     if let Some(model) = &decoded.model {
         usage.model(model);
     }
+    usage.stream(decoded.stream);
     validate_main_model(decoded.model.as_deref(), &app.catalog)?;
     let mut tools = decoded.validate_image_tools(&app.catalog)?;
     let mut body = decoded.body;
@@ -98,7 +99,6 @@ fn prepare(
             &tool.size.to_string(),
             tool.quality.as_str(),
             tool.output_format.as_str(),
-            decoded.stream,
         );
     }
     Ok(Prepared {

@@ -100,7 +100,7 @@ pub fn finish(
             item: message(true),
         }),
         sequencer.number(ResponseEvent::Completed {
-            response: Box::new(plan.completed(outcome)),
+            response: Box::new(plan.final_response(outcome)),
         }),
     ]);
     events

@@ -67,6 +67,13 @@ impl RequestContext {
             .map(|f| f.retry_after_seconds)
     }
 
+    /// Whether a Responses stream must fail with `server_error` after it started
+    /// (`server_error_in_stream`).
+    pub fn in_stream_server_error(&self) -> bool {
+        self.fault
+            .is_some_and(|f| f.kind == FaultKind::ServerErrorInStream)
+    }
+
     /// Whether a Responses answer's image usage must be left out (`no_usage`).
     pub fn no_usage(&self) -> bool {
         self.fault.is_some_and(|f| f.kind == FaultKind::NoUsage)

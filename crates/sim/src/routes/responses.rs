@@ -51,7 +51,7 @@ pub async fn create(
             return response;
         }
     }
-    let plan = match plan(&state, &context, &request) {
+    let plan = match plan(&state, &context, &request, subscription) {
         Ok(plan) => plan,
         Err(failure) => return failure.into_response(),
     };
@@ -88,6 +88,7 @@ fn plan(
     state: &SimState,
     context: &RequestContext,
     request: &ResponsesBody,
+    subscription: bool,
 ) -> Result<ResponsesPlan, ApiFailure> {
     let catalog = &state.config().catalog;
     let model = validate_main_model(request.model.as_deref(), catalog).map_err(ApiError::from)?;
@@ -100,6 +101,7 @@ fn plan(
     };
     let mut plan = ResponsesPlan::new(request, model, &tools, ids, !context.no_image());
     plan.image_usage = !context.no_usage();
+    plan.unstored = subscription;
     Ok(plan)
 }
 
@@ -122,9 +124,10 @@ async fn json_answer(state: &SimState, context: &RequestContext, plan: &Response
 
 fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) -> Response {
     let mut sequencer = ResponseEventSequencer::new();
-    let prelude: Vec<Bytes> = events::prelude(&plan, &mut sequencer)
-        .iter()
-        .map(|e| e.to_sse())
+    let rate_limits = plan.unstored.then(codex_rate_limits);
+    let prelude: Vec<Bytes> = rate_limits
+        .into_iter()
+        .chain(events::prelude(&plan, &mut sequencer).iter().map(|e| e.to_sse()))
         .collect();
     let deadline = context.start + context.latency;
     let stall = context.mid_stream_stall();
@@ -132,6 +135,12 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
     if let Some(retry_after) = context.in_stream_rate_limit() {
         let message = format!("Rate limit reached for image generation. Please try again in {retry_after}s.");
         let failed = events::failed(&plan, "rate_limit_exceeded", &message, None, &mut sequencer);
+        let frames = prelude.into_iter().chain(std::iter::once(failed.to_sse()));
+        return sse_response(stream::iter(frames.map(Ok)).boxed());
+    }
+    if context.in_stream_server_error() {
+        let message = "The server had an error processing your request.";
+        let failed = events::failed(&plan, "server_error", message, None, &mut sequencer);
         let frames = prelude.into_iter().chain(std::iter::once(failed.to_sse()));
         return sse_response(stream::iter(frames.map(Ok)).boxed());
     }
@@ -171,6 +180,22 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
         .chain(stream::once(rest).flatten())
         .boxed();
     sse_response(body)
+}
+
+/// The event the ChatGPT backend starts a subscription's stream with: the account's usage windows.
+/// Not an event of the Responses API (no sequence number).
+fn codex_rate_limits() -> Bytes {
+    let data = serde_json::json!({
+        "type": "codex.rate_limits",
+        "plan_type": "plus",
+        "rate_limits": {
+            "allowed": true,
+            "limit_reached": false,
+            "primary": {"used_percent": 12, "window_minutes": 300, "reset_after_seconds": 9000},
+            "secondary": {"used_percent": 3, "window_minutes": 10080, "reset_after_seconds": 500_000}
+        }
+    });
+    Bytes::from(format!("event: codex.rate_limits\ndata: {data}\n\n"))
 }
 
 /// The first rule of the ChatGPT backend `body` breaks, in the backend's words.

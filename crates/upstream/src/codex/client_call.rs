@@ -5,6 +5,8 @@
 
 use bytes::Bytes;
 use futures::StreamExt;
+use imagegate_codec::sse::{SseEvent, SseItem};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::request::INSTRUCTIONS;
@@ -33,6 +35,91 @@ pub(super) fn adapted(body: &Map<String, Value>) -> Map<String, Value> {
 
 /// The events that end a response, whose `response` is the whole response.
 const FINAL_EVENTS: [&str; 3] = ["response.completed", "response.incomplete", "response.failed"];
+
+/// The stream a client that asked for one gets: without the backend's own `codex.*` events (no
+/// Responses events: the SDKs refuse a stream whose first event is not `response.created`), and
+/// with the output items the stream carried put back into a final event that lists none (the
+/// backend lists none for an unstored call; the SDKs take the final event's output as the answer).
+pub(super) fn streamed(reply: Reply) -> Result<Reply, Failure> {
+    let Reply::Events(items) = reply else {
+        return Err(Failure::protocol("a streamed call answered without a stream"));
+    };
+    let mut output = OutputItems::default();
+    let items = items.filter_map(move |item| {
+        let kept = match item {
+            Ok(SseItem::Event(event)) => output.pass(event).map(|event| Ok(SseItem::Event(event))),
+            other => Some(other),
+        };
+        std::future::ready(kept)
+    });
+    Ok(Reply::Events(items.boxed()))
+}
+
+/// The output items of a stream so far, by `output_index`.
+#[derive(Default)]
+struct OutputItems(Vec<(u64, Value)>);
+
+impl OutputItems {
+    /// `event` as the client gets it, or none when it is left out.
+    fn pass(&mut self, event: SseEvent) -> Option<SseEvent> {
+        let kind = match &event.event {
+            Some(name) => name.clone(),
+            None => serde_json::from_str::<TypeProbe>(&event.data)
+                .map(|probe| probe.kind)
+                .unwrap_or_default(),
+        };
+        if kind.starts_with("codex.") {
+            return None;
+        }
+        if kind == "response.output_item.done" {
+            if let Ok(done) = serde_json::from_str::<ItemDone>(&event.data) {
+                self.0.push((done.output_index, done.item));
+            }
+        } else if FINAL_EVENTS.contains(&kind.as_str()) {
+            return Some(self.listed_in(event));
+        }
+        Some(event)
+    }
+
+    /// The final `event` with the items in its response's output when it lists none.
+    fn listed_in(&mut self, mut event: SseEvent) -> SseEvent {
+        let Ok(mut data) = serde_json::from_str::<Map<String, Value>>(&event.data) else {
+            return event;
+        };
+        let Some(Value::Object(response)) = data.get_mut("response") else {
+            return event;
+        };
+        let listed = response
+            .get("output")
+            .and_then(Value::as_array)
+            .is_some_and(|output| !output.is_empty());
+        if listed || self.0.is_empty() {
+            return event;
+        }
+        self.0.sort_by_key(|(index, _)| *index);
+        let items = std::mem::take(&mut self.0).into_iter().map(|(_, item)| item);
+        response.insert("output".to_owned(), Value::Array(items.collect()));
+        if let Ok(text) = serde_json::to_string(&data) {
+            event.data = text;
+        }
+        event
+    }
+}
+
+/// The `type` of an event's data.
+#[derive(Deserialize)]
+struct TypeProbe {
+    #[serde(rename = "type", default)]
+    kind: String,
+}
+
+/// A `response.output_item.done` event.
+#[derive(Deserialize)]
+struct ItemDone {
+    #[serde(default)]
+    output_index: u64,
+    item: Value,
+}
 
 /// The answer to a client that asked for no stream: the response its stream ended with, with the
 /// output items the stream carried when its final event lists none.

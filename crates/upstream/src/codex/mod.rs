@@ -131,7 +131,7 @@ async fn respond(session: Session<'_>, call: UpstreamCall<'_>, deadline: Deadlin
         .await?;
     let reply = openai::finish(response, shape, session.config, deadline).await?;
     if stream {
-        return Ok(reply);
+        return client_call::streamed(reply);
     }
     client_call::final_response(reply).await
 }

@@ -260,12 +260,12 @@ struct Probe {
     error: Option<IgnoredAny>,
 }
 
-/// The failure in a `response.failed` event when it is the account's: a usage or rate limit, as
-/// the ChatGPT-subscription backend reports limits met during a call. As a failure it is recorded
-/// on the account, and before anything was relayed the request goes to another account; after, the
-/// client gets the event itself ([`Failure::final_event`]). Any other
-/// failed response (a refusal, a bad input, a failed generation) is the request's, and stays the
-/// final event the client's SDK expects.
+/// The failure in a `response.failed` event when it is the account's: a usage or rate limit (as
+/// the ChatGPT-subscription backend reports limits met during a call) or a `server_error`. As a
+/// failure it is recorded on the account, and before anything was relayed the request goes to
+/// another account; after, the client gets the event itself ([`Failure::final_event`]). Any other
+/// failed response (a refusal, a bad input, an error code this gateway does not know) is the
+/// request's, and stays the final event the client's SDK expects.
 fn account_failure(data: &str) -> Option<Failure> {
     #[derive(Deserialize)]
     struct Failed {
@@ -277,7 +277,16 @@ fn account_failure(data: &str) -> Option<Failure> {
     }
     let error = serde_json::from_str::<Failed>(data).ok()?.response?.error?;
     let failure = classify_error_object(None, &error, &HeaderMap::new(), now_unix_ms());
-    matches!(failure.kind, FailureKind::RateLimited { .. }).then_some(failure)
+    let server_error = || {
+        ["code", "type"]
+            .iter()
+            .any(|field| error.get(*field).and_then(Value::as_str) == Some("server_error"))
+    };
+    match failure.kind {
+        FailureKind::RateLimited { .. } => Some(failure),
+        FailureKind::Transient if server_error() => Some(failure),
+        _ => None,
+    }
 }
 
 fn unusable(err: &imagegate_codec::sse::SseError) -> Failure {

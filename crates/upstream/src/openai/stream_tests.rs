@@ -313,6 +313,30 @@ async fn a_responses_stream_failing_for_the_request_ends_with_its_final_event() 
     );
 }
 
+#[tokio::test]
+async fn a_responses_stream_failing_on_a_server_error_is_a_failure_of_the_account() {
+    let failed = r#"{"type":"response.failed","sequence_number":1,"response":{"status":"failed","error":{"code":"server_error","message":"The model failed."}}}"#;
+    let frames = format!(
+        "event: response.created\ndata: {{\"type\":\"response.created\",\"sequence_number\":0}}\n\n\
+         event: response.failed\ndata: {failed}\n\n"
+    );
+    let items = collect(chunks(&[&frames]), Endpoint::Responses).await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    let failure = items[1].as_ref().unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Transient, "{failure:?}");
+    let kept = failure.final_event.as_deref().unwrap();
+    assert_eq!(
+        kept.data, failed,
+        "the event itself, for a client that has the headers"
+    );
+    // An error code the gateway does not know is the request's, as a refusal is.
+    let unknown = failed.replace("server_error", "invalid_prompt");
+    let frames = format!("event: response.failed\ndata: {unknown}\n\n");
+    let items = collect(chunks(&[&frames]), Endpoint::Responses).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0].as_ref().unwrap().data, unknown);
+}
+
 /// An Images event whose base64 is `image_bytes` long, split into its head, its middle and its end.
 fn large_event(name: &str, image_bytes: usize) -> (String, String) {
     let data = format!(
