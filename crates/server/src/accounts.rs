@@ -87,7 +87,11 @@ impl AccountDirectory {
         };
         let mut fresh = Vec::with_capacity(stale.len());
         for account in stale {
-            let target = self.build_target(account).await?;
+            let target = match self.build_target(account).await? {
+                Built::Target(target) => target,
+                // Written since it was listed: built at the next refresh, from its new row.
+                Built::RowChanged => continue,
+            };
             fresh.push((
                 account.id.0,
                 Entry {
@@ -158,33 +162,40 @@ impl AccountDirectory {
             .collect()
     }
 
-    async fn build_target(&self, account: &Account) -> Result<Option<Arc<AccountTarget>>, StoreError> {
+    /// The target of `account` as listed, from its credential as stored when that is still the
+    /// one of this row (a credential is never sent to the base URL it replaced).
+    async fn build_target(&self, account: &Account) -> Result<Built, StoreError> {
         let Some(base_url) = account
             .base_url
             .clone()
             .or_else(|| default_base_url(account.kind).map(str::to_owned))
         else {
             tracing::warn!(account = %account.name, "account has no base URL; it is not used");
-            return Ok(None);
+            return Ok(Built::Target(None));
         };
-        let credential = match self.store.account_credential(account.id).await {
-            Ok(Some(credential)) => credential,
-            Ok(None) => {
-                tracing::warn!(account = %account.name, "account has no credential; it is not used");
-                return Ok(None);
+        let credential = match self.store.account_credential_as_of(account.id).await {
+            Ok((_, row_updated_at)) if row_updated_at != account.updated_at => {
+                return Ok(Built::RowChanged);
             }
+            Ok((Some(credential), _)) => credential,
+            Ok((None, _)) => {
+                tracing::warn!(account = %account.name, "account has no credential; it is not used");
+                return Ok(Built::Target(None));
+            }
+            // Removed since it was listed.
+            Err(StoreError::NotFound { .. }) => return Ok(Built::RowChanged),
             // One credential sealed under another master key (a replica behind in a key rotation,
             // say) or for another account costs that account, not every account.
             Err(StoreError::Crypto(err)) => {
                 tracing::error!(account = %account.name, error = %err,
                     "the master key does not open this account's credential (sealed under another key, or for another account); it is not used");
-                return Ok(None);
+                return Ok(Built::Target(None));
             }
             Err(err) => return Err(err),
         };
         let mut main_models: Vec<String> = account.main_model.iter().cloned().collect();
         main_models.extend(account.fallback_models.iter().cloned());
-        Ok(Some(Arc::new(AccountTarget {
+        Ok(Built::Target(Some(Arc::new(AccountTarget {
             account_id: account.id.0,
             kind: match account.kind {
                 AccountKind::Openai => UpstreamKind::OpenAi,
@@ -194,8 +205,16 @@ impl AccountDirectory {
             base_url: base_url.trim_end_matches('/').to_owned(),
             credential: imagegate_upstream::Secret::new(credential.expose().to_owned()),
             main_models,
-        })))
+        }))))
     }
+}
+
+/// What [`AccountDirectory::build_target`] made of a listed account.
+enum Built {
+    /// Its target (none: not usable).
+    Target(Option<Arc<AccountTarget>>),
+    /// The row was written (or removed) since it was listed.
+    RowChanged,
 }
 
 /// What a change of an account's row makes the pool forget, when learnt before it.

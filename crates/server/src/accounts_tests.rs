@@ -170,3 +170,28 @@ async fn a_process_starting_keeps_the_cooldowns_the_pool_holds() {
         "an edit is no fix of a rate limit"
     );
 }
+
+#[tokio::test]
+async fn a_credential_is_never_paired_with_the_base_url_it_replaced() {
+    let (directory, id, store, _dir) = directory().await;
+    let row = imagegate_store::AccountId(id.as_str().parse().unwrap());
+    // A refresh lists the account; the operator then moves it to another host with another key
+    // before the refresh reads the credential.
+    let listed = store.account(row).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let moved = AccountUpdate {
+        base_url: Some(Some("http://127.0.0.2:1/v1".to_owned())),
+        credential: Some(Some(Secret::new("sk-for-the-new-host"))),
+        ..AccountUpdate::default()
+    };
+    store.update_account(row, moved).await.unwrap();
+    assert!(
+        matches!(directory.build_target(&listed).await.unwrap(), Built::RowChanged),
+        "the new key is not sent to the old host"
+    );
+    // The next refresh builds the account from its new row.
+    directory.refresh().await.unwrap();
+    let target = directory.target(&id).unwrap();
+    assert_eq!(target.base_url, "http://127.0.0.2:1/v1");
+    assert_eq!(target.credential.expose(), "sk-for-the-new-host");
+}

@@ -17,6 +17,8 @@ type BackendStore = PostgresStore;
 const BACKEND: Backend = Backend::Postgres;
 /// How a transaction that writes begins (row locks are taken as it writes).
 const BEGIN_WRITE: &str = "BEGIN";
+/// How a transaction that reads several tables begins: every statement sees the same snapshot.
+const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /// Most rows per usage INSERT statement: the server does the work, so fewer round trips win
 /// (28 parameters a row stays below the protocol's 65,535).
 const USAGE_ROWS_PER_STATEMENT: usize = 256;

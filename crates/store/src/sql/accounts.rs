@@ -102,12 +102,15 @@ pub(super) async fn account_by_name(pool: &Pool<Db>, name: &str) -> StoreResult<
 }
 
 pub(super) async fn list_accounts(pool: &Pool<Db>) -> StoreResult<Vec<Account>> {
+    // One snapshot for both tables: a row is never paired with the groups of another version of it.
+    let mut tx = pool.begin_with(super::BEGIN_SNAPSHOT).await?;
     let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts ORDER BY id");
-    let rows: Vec<AccountRow> = sqlx::query_as(&sql).fetch_all(pool).await?;
+    let rows: Vec<AccountRow> = sqlx::query_as(&sql).fetch_all(&mut *tx).await?;
     let pairs: Vec<(i64, i64)> =
         sqlx::query_as("SELECT account_id, group_id FROM account_groups ORDER BY account_id, group_id")
-            .fetch_all(pool)
+            .fetch_all(&mut *tx)
             .await?;
+    tx.commit().await?;
     accounts_with_groups(rows, &pairs)
 }
 
@@ -282,6 +285,22 @@ pub(super) async fn account_credential(
         .await?
         .map(|bytes| crypto.open(&bytes, &context))
         .transpose()?)
+}
+
+pub(super) async fn account_credential_as_of(
+    pool: &Pool<Db>,
+    crypto: &Crypto,
+    id: AccountId,
+) -> StoreResult<(Option<Secret>, Timestamp)> {
+    let row: Option<(Option<Vec<u8>>, i64)> =
+        sqlx::query_as("SELECT credential, updated_at FROM accounts WHERE id = $1")
+            .bind(id.0)
+            .fetch_optional(pool)
+            .await?;
+    let (sealed, updated_at) = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    let context = SealContext::account_credential(id);
+    let credential = sealed.map(|bytes| crypto.open(&bytes, &context)).transpose()?;
+    Ok((credential, Timestamp::from_unix_ms(updated_at)))
 }
 
 pub(super) async fn reseal_account_credential(

@@ -9,8 +9,8 @@ use super::{BACKEND, BackendStore, accounts, keys, usage, users};
 use crate::error::StoreResult;
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, Backend, DailyUsage, Group, GroupId,
-    KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, UsageEntry,
-    UsageFilter, UsageRecord, User, UserId,
+    KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, Timestamp,
+    UsageEntry, UsageFilter, UsageRecord, User, UserId,
 };
 use crate::priority::WriterPriority;
 use crate::secret::Secret;
@@ -176,6 +176,10 @@ impl Store for BackendStore {
 
     async fn account_credential(&self, id: AccountId) -> StoreResult<Option<Secret>> {
         accounts::account_credential(&self.pool, &self.crypto, id).await
+    }
+
+    async fn account_credential_as_of(&self, id: AccountId) -> StoreResult<(Option<Secret>, Timestamp)> {
+        accounts::account_credential_as_of(&self.pool, &self.crypto, id).await
     }
 
     async fn update_account_credential(&self, id: AccountId, credential: Option<&Secret>) -> StoreResult<()> {

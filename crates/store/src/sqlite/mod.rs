@@ -25,6 +25,9 @@ const BACKEND: Backend = Backend::Sqlite;
 /// being rolled back, say): SQLite answers it `database is locked` at once instead of waiting
 /// out the busy timeout, since its snapshot may be stale by the time the lock frees.
 const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
+/// How a transaction that reads several tables begins: in WAL mode its first read fixes the
+/// snapshot every later statement sees.
+const BEGIN_SNAPSHOT: &str = "BEGIN";
 /// Most rows per usage INSERT statement. SQLite does the insert on the gateway's own CPU, in one
 /// uninterrupted run per statement, and the scheduler lets a batch-policy thread that has waited
 /// run until the next 4 ms tick: with 256 rows a statement kept every request waiting for 1-7 ms

@@ -18,7 +18,8 @@ crate::on_every_backend!(
     a_refresh_replaces_only_the_credential_it_refreshed,
     a_new_base_url_and_its_credential_are_written_together,
     an_account_is_marked_failed_only_while_it_holds_the_refused_credential,
-    a_refresh_is_saved_over_its_credential_resealed_meanwhile
+    a_refresh_is_saved_over_its_credential_resealed_meanwhile,
+    a_credential_is_read_with_the_time_of_its_row
 );
 
 async fn an_account_is_marked_failed_only_while_it_holds_the_refused_credential(db: Arc<TestDb>) {
@@ -565,6 +566,33 @@ async fn a_refresh_is_saved_over_its_credential_resealed_meanwhile(db: Arc<TestD
         store.account(account.id).await.unwrap().status,
         AccountStatus::Error
     );
+}
+
+async fn a_credential_is_read_with_the_time_of_its_row(db: Arc<TestDb>) {
+    let store = db.store.as_ref();
+    let account = store
+        .create_account(NewAccount {
+            credential: Some(Secret::new("sk-one")),
+            ..NewAccount::new("timed", AccountKind::Openai)
+        })
+        .await
+        .unwrap();
+    let (credential, at) = store.account_credential_as_of(account.id).await.unwrap();
+    assert_eq!((credential.unwrap().expose(), at), ("sk-one", account.updated_at));
+    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    let update = AccountUpdate {
+        credential: Some(Some(Secret::new("sk-two"))),
+        ..AccountUpdate::default()
+    };
+    let updated = store.update_account(account.id, update).await.unwrap();
+    let (credential, at) = store.account_credential_as_of(account.id).await.unwrap();
+    assert_eq!((credential.unwrap().expose(), at), ("sk-two", updated.updated_at));
+    assert_ne!(at, account.updated_at, "a write moves the row's time");
+    store.delete_account(account.id).await.unwrap();
+    assert!(matches!(
+        store.account_credential_as_of(account.id).await,
+        Err(StoreError::NotFound { .. })
+    ));
 }
 
 /// What versions before credentials were bound to their account wrote: `nonce || ciphertext ||
