@@ -490,6 +490,8 @@ async fn a_known_path_asked_with_another_method_gets_the_error_envelope() {
         (reqwest::Method::PUT, "/v1/images/edits"),
         (reqwest::Method::DELETE, "/v1/responses"),
         (reqwest::Method::POST, "/healthz"),
+        (reqwest::Method::PUT, "/keys"),
+        (reqwest::Method::DELETE, "/login"),
     ] {
         let response = s
             .client

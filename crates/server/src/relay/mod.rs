@@ -97,8 +97,8 @@ pub async fn relay(
         let time_left = deadline.start();
         if later_try && time_left.is_zero() {
             drop(lease);
-            let timed_out = Failure::timeout(deadline.budget());
-            return Err(failure_error(last.as_ref().unwrap_or(&timed_out)));
+            let error = out_of_time(last.as_ref(), earliest_reset, deadline.budget());
+            return Err(noted(error, usage));
         }
         usage.account(account.as_str().parse::<i64>().ok());
         usage.upstream_started();
@@ -341,6 +341,13 @@ fn final_error(failure: &Failure, earliest_reset: Option<u64>) -> HttpError {
     }
 }
 
+/// The answer to a request whose deadline passed while it waited for an account: the failure of
+/// its last try (a timeout when it made none), with the earliest reset of the accounts it tried.
+fn out_of_time(last: Option<&Failure>, earliest_reset: Option<u64>, budget: Duration) -> HttpError {
+    let timed_out = Failure::timeout(budget);
+    final_error(last.unwrap_or(&timed_out), earliest_reset)
+}
+
 /// The time from now until `at` (unix ms), zero once it passed.
 fn wait_until(at: u64) -> Duration {
     let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
@@ -429,6 +436,31 @@ mod tests {
             headers.get("retry-after-ms").and_then(|v| v.to_str().ok()),
             Some("5000")
         );
+    }
+
+    #[test]
+    fn a_request_out_of_time_waiting_for_an_account_is_told_the_earliest_reset() {
+        use axum::response::IntoResponse;
+        // Account A reset in 8 s; B, tried last, in 5 hours; the wait for a third one outlasted
+        // the deadline.
+        let now = imagegate_dispatch::UnixMillis::from_system_time(std::time::SystemTime::now()).0;
+        let last = Failure::new(
+            FailureKind::RateLimited {
+                reset_at_unix_ms: Some(now + 5 * 3_600_000),
+                images_only: false,
+            },
+            "usage limit",
+        );
+        let error = out_of_time(Some(&last), Some(now + 8_000), Duration::from_secs(120));
+        let response = error.into_response();
+        assert_eq!(response.status(), 429);
+        let headers = response.headers();
+        let retry_after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((7..=8).contains(&retry_after), "{retry_after}");
+        assert_eq!(headers["x-should-retry"], "true");
+        // No try at all: a timeout.
+        let response = out_of_time(None, None, Duration::from_secs(120)).into_response();
+        assert_eq!(response.status(), 504);
     }
 
     #[test]
