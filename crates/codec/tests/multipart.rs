@@ -401,3 +401,52 @@ async fn a_text_part_longer_than_the_head_budget_is_fine() {
         .unwrap();
     assert_eq!(form.draft.prompt.map(|p| p.len()), Some(long.len()));
 }
+
+#[tokio::test]
+async fn fields_that_break_a_rule_fail_before_the_files_after_them_are_read() {
+    // The SDKs send the text fields first: a wrong size is refused before a byte of the 64 MiB
+    // file after it is read (the body counts what was pulled).
+    let catalog = imagegate_domain::ModelCatalog::default();
+    let check = |draft: &imagegate_domain::ImageParamsDraft| {
+        imagegate_domain::check_edit_so_far(draft, &catalog).map_err(ApiError::from)
+    };
+    let head = "--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ngpt-image-2\r\n\
+                --b\r\nContent-Disposition: form-data; name=\"size\"\r\n\r\n4096x4096\r\n\
+                --b\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n\
+                Content-Type: image/png\r\n\r\n\u{89}PNG";
+    let pulled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&pulled);
+    let body = futures::StreamExt::inspect(endless(head, &[0u8; 8192]), move |_| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    let err = imagegate_codec::multipart::decode_edit_checked(body, "b", EditLimits::default(), check)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.status(), err.param.as_deref()),
+        (400, Some("size")),
+        "{err:?}"
+    );
+    assert!(
+        pulled.load(std::sync::atomic::Ordering::SeqCst) < 16,
+        "refused before the file was read: {} chunks",
+        pulled.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    // A form whose fields are fine so far is read on; what is missing waits for the whole form.
+    let form = Form::new()
+        .text("size", "1024x1024")
+        .text("stream", "true")
+        .file("image", "a.png", "image/png", &support::png_rgba(32, 16))
+        .text("partial_images", "2");
+    let (boundary, body) = form.finish();
+    let read = imagegate_codec::multipart::decode_edit_checked(
+        support::chunked(body, 1024),
+        &boundary,
+        EditLimits::default(),
+        check,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read.images.len(), 1);
+    assert_eq!(read.draft.partial_images, Some(2));
+}

@@ -67,7 +67,7 @@ pub use model::{GPT_IMAGE_2, GPT_IMAGE_2_SNAPSHOT, ModelCatalog, ModelId};
 pub use params::{Background, ImageAction, Moderation, OutputFormat, Quality};
 pub use request::{
     ImageParams, ImageParamsDraft, MAX_N, MAX_OUTPUT_COMPRESSION, MAX_PARTIAL_IMAGES, MAX_PROMPT_CHARS,
-    MIN_N, validate_edit, validate_generation,
+    MIN_N, check_edit_so_far, validate_edit, validate_generation,
 };
 pub use responses::{ImageTool, ImageToolDraft, validate_image_tool, validate_main_model};
 pub use size::{

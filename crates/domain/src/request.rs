@@ -124,6 +124,33 @@ pub fn validate_edit(draft: ImageParamsDraft, catalog: &ModelCatalog) -> Result<
     validate_common(draft, catalog)
 }
 
+/// Checks the fields of an edit form read so far, before the files after them are read: a field
+/// that already breaks a rule fails with the error [`validate_edit`] gives it, so a client never
+/// uploads megabytes to hear that its `size` is wrong. Rules that need a field not read yet (a
+/// missing model or prompt, `partial_images` without `stream`) wait for [`validate_edit`].
+pub fn check_edit_so_far(draft: &ImageParamsDraft, catalog: &ModelCatalog) -> Result<(), RequestError> {
+    if draft.input_fidelity.is_some() {
+        return Err(input_fidelity_refused());
+    }
+    if let Some(model) = draft.model.as_deref() {
+        resolve_model(Some(model), catalog)?;
+    }
+    if draft.prompt.is_some() {
+        check_prompt(draft.prompt.clone())?;
+    }
+    ranged("n", draft.n, MIN_N, MAX_N)?;
+    parse_size(draft.size.as_deref())?;
+    parse_enum::<Quality>(draft.quality.as_deref())?;
+    let output_format: OutputFormat = parse_enum(draft.output_format.as_deref())?;
+    compression(draft.output_compression, output_format)?;
+    parse_enum::<Background>(draft.background.as_deref())?;
+    parse_enum::<Moderation>(draft.moderation.as_deref())?;
+    if partial_images(draft.partial_images)? > 0 && draft.stream == Some(false) {
+        return Err(RequestError::PartialImagesWithoutStream);
+    }
+    check_response_format(draft.response_format.as_deref())
+}
+
 /// `input_fidelity` is refused where it would reach the upstream (edits, the Responses image
 /// tool): `gpt-image-2` always processes input images at high fidelity and refuses the parameter.
 pub(crate) fn input_fidelity_refused() -> RequestError {

@@ -87,6 +87,23 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    decode_edit_checked(body, boundary, limits, |_| Ok(())).await
+}
+
+/// Reads an edit form with explicit limits, calling `check` with the text fields read so far
+/// before each file that follows new ones (see `imagegate_domain::check_edit_so_far`): a form whose
+/// fields are already wrong fails before its files are read.
+pub async fn decode_edit_checked<S, E>(
+    body: S,
+    boundary: &str,
+    limits: EditLimits,
+    check: impl Fn(&ImageParamsDraft) -> Result<(), ApiError>,
+) -> Result<EditForm, ApiError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut unchecked_fields = false;
     let budget = Arc::new(HeadBudget::default());
     let body = OneChunkPerPoll::new(body, Arc::clone(&budget));
     let mut multipart = multer::Multipart::new(body, boundary);
@@ -107,7 +124,12 @@ where
             .with_code("invalid_multipart")
         })?;
         let filename = field.file_name().map(str::to_owned);
-        match PartName::parse(&name) {
+        let part = PartName::parse(&name);
+        if unchecked_fields && matches!(part, PartName::Image(_) | PartName::Mask) {
+            check(&draft)?;
+            unchecked_fields = false;
+        }
+        match part {
             PartName::Image(index) => {
                 if images.len() >= limits.max_images {
                     let err = ApiError::from(RequestError::TooManyImages {
@@ -156,6 +178,7 @@ where
                 let text = read_text(&mut field, &name, limits.max_text_bytes).await?;
                 set_text_field(&mut draft, &name, text)?;
                 seen.push(name);
+                unchecked_fields = true;
             }
         }
     }

@@ -10,6 +10,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use imagegate_codec::ApiError;
+use imagegate_codec::multipart::EditLimits;
 use imagegate_domain::{ErrorKind, ImageParams, validate_edit, validate_generation};
 use imagegate_store::AuthContext;
 
@@ -96,7 +97,15 @@ pub async fn edits(
         Err(err) => return fail(usage, err.into()),
     };
     let body: Body = request.into_body();
-    let form = match imagegate_codec::multipart::decode_edit(body.into_data_stream(), &boundary).await {
+    let fields_so_far =
+        |draft: &_| imagegate_domain::check_edit_so_far(draft, &app.catalog).map_err(ApiError::from);
+    let decoded = imagegate_codec::multipart::decode_edit_checked(
+        body.into_data_stream(),
+        &boundary,
+        EditLimits::default(),
+        fields_so_far,
+    );
+    let form = match decoded.await {
         Ok(form) => form,
         Err(err) => return fail(usage, err.into()),
     };
