@@ -282,6 +282,72 @@ async fn an_edit_with_a_mask_is_a_responses_call_with_the_images() {
 }
 
 #[tokio::test]
+async fn an_edit_with_images_spilled_to_disk_reaches_the_backend_byte_for_byte() {
+    // Two images larger than the gateway keeps in memory (each about 480 KB), and a mask: their
+    // base64 is made from the files on disk as the body is sent, and a second try (the first
+    // account's main model is refused) sends them again.
+    let c = codex_setup(&fresh_credential("at-sub"));
+    c.s.sim_fault(json!({"key": "at-sub", "fault": "model_unsupported", "model": "gpt-5.5"}))
+        .await;
+    let first = imagegate_e2e::png_noise(400, 1);
+    let second = imagegate_e2e::png_noise(400, 2);
+    let mask = solid_mask(400, 400);
+    let part = |bytes: &[u8], name: &str| {
+        reqwest::multipart::Part::bytes(bytes.to_vec())
+            .file_name(name.to_owned())
+            .mime_str("image/png")
+            .unwrap()
+    };
+    let form = reqwest::multipart::Form::new()
+        .text("model", "gpt-image-2")
+        .text("prompt", "add a red hat")
+        .text("size", "1024x1024")
+        .text("quality", "low")
+        .part("image[]", part(&first, "a.png"))
+        .part("image[]", part(&second, "b.png"))
+        .part("mask", part(&mask, "mask.png"));
+    let response =
+        c.s.client
+            .post(c.s.gateway.v1("/images/edits"))
+            .bearer_auth(&c.s.key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{}", body["error"]);
+    let stats = c.s.sim_stats().await;
+    assert_eq!(
+        token(&stats, "at-sub")["main_models"],
+        json!({"gpt-5.5": 1, "gpt-5": 1})
+    );
+    let sha = |bytes: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+    let received: Vec<(&str, u64, &str)> = stats["last_edit_inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|input| {
+            (
+                input["field"].as_str().unwrap(),
+                input["bytes"].as_u64().unwrap(),
+                input["sha256"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let (a, b, m) = (sha(&first), sha(&second), sha(&mask));
+    assert!(first.len() > 256 * 1024, "spilled: {}", first.len());
+    assert_eq!(
+        received,
+        [
+            ("input_image[0]", first.len() as u64, a.as_str()),
+            ("input_image[1]", second.len() as u64, b.as_str()),
+            ("input_image_mask", mask.len() as u64, m.as_str()),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn an_image_smaller_than_asked_is_reported_and_recorded_at_its_own_size() {
     // With `--tiny-images` the simulator makes 32x32 images and says they have the size asked for,
     // as an upstream that downgrades a request without saying so would.

@@ -41,6 +41,9 @@ pub async fn create(
         let detail = serde_json::json!({ "detail": rule });
         return (StatusCode::BAD_REQUEST, axum::Json(detail)).into_response();
     }
+    if let Some(inputs) = input_images(&body) {
+        state.stats().record_edit_inputs(inputs);
+    }
     let request = match decode_responses(&body) {
         Ok(request) => request,
         Err(error) => return ApiFailure::from(error).into_response(),
@@ -180,6 +183,48 @@ fn stream_answer(state: SimState, context: RequestContext, plan: ResponsesPlan) 
         .chain(stream::once(rest).flatten())
         .boxed();
     sse_response(body)
+}
+
+/// The input images of a Responses call (its messages' `input_image` data URLs, then the image
+/// tool's `input_image_mask`) as files received, for the stats' `last_edit_inputs`; none when the
+/// call has none.
+fn input_images(body: &[u8]) -> Option<Vec<crate::stats::EditInput>> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let body: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut urls: Vec<(String, &str)> = Vec::new();
+    let messages = body.get("input").and_then(serde_json::Value::as_array);
+    for message in messages.into_iter().flatten() {
+        let parts = message.get("content").and_then(serde_json::Value::as_array);
+        for part in parts.into_iter().flatten() {
+            if part.get("type").and_then(serde_json::Value::as_str) == Some("input_image")
+                && let Some(url) = part.get("image_url").and_then(serde_json::Value::as_str)
+            {
+                urls.push((format!("input_image[{}]", urls.len()), url));
+            }
+        }
+    }
+    let tools = body.get("tools").and_then(serde_json::Value::as_array);
+    for tool in tools.into_iter().flatten() {
+        if let Some(url) = tool["input_image_mask"]["image_url"].as_str() {
+            urls.push(("input_image_mask".to_owned(), url));
+        }
+    }
+    if urls.is_empty() {
+        return None;
+    }
+    let inputs = urls.into_iter().map(|(field, url)| {
+        let b64 = url.split_once("base64,").map_or(url, |(_, data)| data);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap_or_default();
+        crate::stats::EditInput {
+            field,
+            bytes: bytes.len() as u64,
+            sha256: hex::encode(sha2::Sha256::digest(&bytes)),
+        }
+    });
+    Some(inputs.collect())
 }
 
 /// The event the ChatGPT backend starts a subscription's stream with: the account's usage windows.

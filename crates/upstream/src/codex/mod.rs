@@ -36,7 +36,7 @@ use imagegate_domain::{Background, ImageParams, Quality, Usage};
 use self::auth::{CodexAuth, Session};
 use self::request::CodexRequest;
 use self::translate::{FinalImage, PartialImage, Resolved, Step, step};
-use crate::call::{Endpoint, UploadedImage, UpstreamCall};
+use crate::call::{Endpoint, UpstreamCall};
 use crate::client::UpstreamConfig;
 use crate::failure::{Failure, FailureKind, Spent, SpentSoFar};
 use crate::openai::read_clock::ReadClock;
@@ -63,17 +63,9 @@ pub(crate) async fn call(
             "the codex account has no main model configured",
         ));
     }
-    // The ChatGPT backend takes input images as base64 inside the JSON request: files the codec
-    // spilled to disk are read back into memory for it, and dropped once encoded (the calls, which
-    // can take minutes, keep only the request).
-    let request = {
-        let images = in_memory(images).await?;
-        let mask = match mask {
-            Some(mask) => in_memory(std::slice::from_ref(mask)).await?.pop(),
-            None => None,
-        };
-        CodexRequest::new(params, &images, mask.as_ref())?
-    };
+    // The ChatGPT backend takes input images as base64 inside the JSON request: encoded as the
+    // body is sent, from the uploads (files the codec spilled stay on disk).
+    let request = CodexRequest::new(params, images, mask)?;
     let job = Job {
         client: session.client.clone(),
         config: session.config.clone(),
@@ -95,23 +87,6 @@ pub(crate) async fn call(
     run.into_json(spent).await
 }
 
-/// Copies of `images` whose bytes are all in memory.
-async fn in_memory(images: &[UploadedImage]) -> Result<Vec<UploadedImage>, Failure> {
-    let mut loaded = Vec::with_capacity(images.len());
-    for image in images {
-        let bytes = image
-            .data
-            .to_bytes()
-            .await
-            .map_err(|err| Failure::protocol(format!("reading an uploaded file failed: {err}")))?;
-        loaded.push(UploadedImage {
-            data: imagegate_codec::multipart::UploadData::Memory(bytes),
-            ..image.clone()
-        });
-    }
-    Ok(loaded)
-}
-
 /// A client's Responses call, adapted to the ChatGPT backend and sent with the account's token and
 /// headers: streamed upstream always, answered as the client asked.
 async fn respond(session: Session<'_>, call: UpstreamCall<'_>, deadline: Deadline) -> Result<Reply, Failure> {
@@ -127,7 +102,12 @@ async fn respond(session: Session<'_>, call: UpstreamCall<'_>, deadline: Deadlin
         return Err(Failure::protocol("a Responses call has a JSON body"));
     };
     let response = session
-        .send(shape.endpoint, body, shape.is_stream, deadline)
+        .send(
+            shape.endpoint,
+            || Ok(RequestBody::Json(body.clone())),
+            shape.is_stream,
+            deadline,
+        )
         .await?;
     let reply = openai::finish(response, shape, session.config, deadline).await?;
     if stream {
@@ -396,7 +376,7 @@ async fn start(job: &Job, model_index: usize, deadline: Deadline) -> Result<Even
     let Some(model) = job.target.main_models.get(model_index) else {
         return Err(Failure::protocol("the codex account has no main model left"));
     };
-    let body = job.request.body_for(model)?;
+    let body = || job.request.body_for(model);
     let session = Session {
         client: &job.client,
         config: &job.config,

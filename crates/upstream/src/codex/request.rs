@@ -3,19 +3,26 @@
 //! parameter, `tool_choice: {"type":"image_generation"}`, the prompt as `input_text` and the input
 //! images as `input_image` data URLs (the mask as the tool's `input_image_mask`).
 //!
-//! The body is serialized once without its `model`; [`CodexRequest::body_for`] puts a main model in
-//! front of it for each attempt. Image bytes are base64-encoded straight into the body.
+//! The body is serialized once without its `model` and without the images' bytes;
+//! [`CodexRequest::body_for`] puts a main model in front of it for each attempt and streams it, the
+//! images base64-encoded from their uploads (in memory, or read from disk) as it goes: an edit's
+//! memory does not grow with its images, however large and however many tries it takes.
 
-use std::fmt;
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::io;
 
-use base64::display::Base64Display;
+use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use imagegate_domain::ImageParams;
 use serde::{Serialize, Serializer};
 
 use crate::call::UploadedImage;
 use crate::failure::Failure;
+use crate::openai::RequestBody;
 use imagegate_codec::multipart::UploadData;
 
 /// The instructions sent with every image request (the ChatGPT backend requires some).
@@ -23,10 +30,17 @@ pub(crate) const INSTRUCTIONS: &str =
     "Create the image the user asks for with the image_generation tool. Do not answer with text.";
 
 /// A serialized request, waiting for its main model.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct CodexRequest {
-    /// The JSON object without `model`, starting with `{`.
-    rest: Bytes,
+    /// The JSON object without `model`, starting with `{`: pieces of JSON text, and between them
+    /// the uploads whose base64 goes there.
+    pieces: Vec<Piece>,
+}
+
+#[derive(Clone)]
+enum Piece {
+    Json(Bytes),
+    Base64(UploadData),
 }
 
 impl CodexRequest {
@@ -36,9 +50,16 @@ impl CodexRequest {
         images: &[UploadedImage],
         mask: Option<&UploadedImage>,
     ) -> Result<Self, Failure> {
+        let marker = Marker::not_in(&params.prompt);
+        let uploads: Vec<&UploadedImage> = images.iter().chain(mask).collect();
+        let url = |index: usize| DataUrl {
+            mime: uploads.get(index).map_or("", |image| image.info.format.mime()),
+            marker: &marker,
+            index,
+        };
         let mut content = vec![ContentPart::InputText { text: &params.prompt }];
-        content.extend(images.iter().map(|image| ContentPart::InputImage {
-            image_url: DataUrl(image),
+        content.extend((0..images.len()).map(|index| ContentPart::InputImage {
+            image_url: url(index),
         }));
         let body = Body {
             instructions: INSTRUCTIONS,
@@ -58,8 +79,8 @@ impl CodexRequest {
                 moderation: params.moderation.as_str(),
                 partial_images: params.stream.then_some(params.partial_images),
                 action: if images.is_empty() { "generate" } else { "edit" },
-                input_image_mask: mask.map(|mask| MaskRef {
-                    image_url: DataUrl(mask),
+                input_image_mask: mask.map(|_| MaskRef {
+                    image_url: url(images.len()),
                 }),
             }],
             tool_choice: ToolChoice {
@@ -69,24 +90,125 @@ impl CodexRequest {
             stream: true,
             store: false,
         };
-        let rest = serde_json::to_vec(&body)
+        let json = serde_json::to_vec(&body)
             .map_err(|err| Failure::protocol(format!("encoding the request failed: {err}")))?;
-        Ok(Self {
-            rest: Bytes::from(rest),
+        let json = Bytes::from(json);
+        let mut pieces = Vec::with_capacity(2 * uploads.len() + 1);
+        let mut at = 0;
+        for (index, upload) in uploads.iter().enumerate() {
+            let needle = marker.of(index);
+            let found = find(&json[at..], needle.as_bytes())
+                .ok_or_else(|| Failure::protocol("encoding the request failed: an image is missing"))?;
+            pieces.push(Piece::Json(json.slice(at..at + found)));
+            pieces.push(Piece::Base64(upload.data.clone()));
+            at += found + needle.len();
+        }
+        pieces.push(Piece::Json(json.slice(at..)));
+        Ok(Self { pieces })
+    }
+
+    /// The body with `model` set to `main_model`, streamed, with its length.
+    pub(crate) fn body_for(&self, main_model: &str) -> Result<RequestBody, Failure> {
+        let (stream, length) = self.stream_for(main_model)?;
+        Ok(RequestBody::JsonStream {
+            body: reqwest::Body::wrap_stream(stream),
+            length,
         })
     }
 
-    /// The body with `model` set to `main_model`.
-    pub(crate) fn body_for(&self, main_model: &str) -> Result<Bytes, Failure> {
+    /// The bytes of [`Self::body_for`] as a stream, and how many there are. Each call opens the
+    /// spilled uploads anew.
+    pub(crate) fn stream_for(
+        &self,
+        main_model: &str,
+    ) -> Result<(BoxStream<'static, io::Result<Bytes>>, u64), Failure> {
         let model = serde_json::to_string(main_model)
             .map_err(|err| Failure::protocol(format!("encoding the request failed: {err}")))?;
-        let tail = self.rest.slice(1.min(self.rest.len())..);
-        let mut body = BytesMut::with_capacity(model.len() + tail.len() + 10);
-        body.put_slice(b"{\"model\":");
-        body.put_slice(model.as_bytes());
-        body.put_u8(b',');
-        body.put_slice(&tail);
-        Ok(body.freeze())
+        let mut parts: Vec<BoxStream<'static, io::Result<Bytes>>> = Vec::with_capacity(self.pieces.len() + 1);
+        parts.push(once(Bytes::from(format!("{{\"model\":{model},"))));
+        let mut length = 0u64;
+        for (index, piece) in self.pieces.iter().enumerate() {
+            match piece {
+                Piece::Json(json) => {
+                    // The object's `{` is already there, in front of `model`.
+                    let json = if index == 0 {
+                        json.slice(1.min(json.len())..)
+                    } else {
+                        json.clone()
+                    };
+                    length += json.len() as u64;
+                    parts.push(once(json));
+                }
+                Piece::Base64(data) => {
+                    length += data.len().div_ceil(3) * 4;
+                    let bytes = data.stream().map_err(|err| {
+                        Failure::protocol(format!("reading an uploaded file failed: {err}"))
+                    })?;
+                    parts.push(base64_stream(bytes.boxed()));
+                }
+            }
+        }
+        length += (model.len() + 10) as u64;
+        Ok((futures::stream::iter(parts).flatten().boxed(), length))
+    }
+}
+
+fn once(bytes: Bytes) -> BoxStream<'static, io::Result<Bytes>> {
+    futures::stream::once(std::future::ready(Ok(bytes))).boxed()
+}
+
+/// The base64 of the bytes of `input`, chunk by chunk: whole 3-byte groups as they come, the last
+/// one or two bytes padded at the end.
+fn base64_stream(input: BoxStream<'static, io::Result<Bytes>>) -> BoxStream<'static, io::Result<Bytes>> {
+    let state = (Some(input), BytesMut::new());
+    futures::stream::unfold(state, |(input, mut carry)| async move {
+        let mut input = input?;
+        loop {
+            match input.next().await {
+                Some(Ok(chunk)) => {
+                    carry.extend_from_slice(&chunk);
+                    let whole = carry.len() - carry.len() % 3;
+                    if whole == 0 {
+                        continue;
+                    }
+                    let groups = carry.split_to(whole);
+                    let encoded = Bytes::from(STANDARD.encode(&groups));
+                    return Some((Ok(encoded), (Some(input), carry)));
+                }
+                Some(Err(err)) => return Some((Err(err), (None, BytesMut::new()))),
+                None if carry.is_empty() => return None,
+                None => {
+                    let encoded = Bytes::from(STANDARD.encode(&carry));
+                    return Some((Ok(encoded), (None, BytesMut::new())));
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Where `needle` first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|window| window == needle)
+}
+
+/// What stands for an upload's base64 in the serialized body: a random token the prompt (the one
+/// text a client chooses) does not hold, numbered per upload.
+struct Marker(String);
+
+impl Marker {
+    fn not_in(prompt: &str) -> Self {
+        loop {
+            let token = RandomState::new().hash_one(prompt.len());
+            let marker = format!("imagegate-upload-{token:016x}-");
+            if !prompt.contains(&marker) {
+                return Self(marker);
+            }
+        }
+    }
+
+    fn of(&self, index: usize) -> String {
+        format!("{}{index}.", self.0)
     }
 }
 
@@ -146,36 +268,23 @@ struct ToolChoice {
     kind: &'static str,
 }
 
-/// `data:<mime>;base64,<bytes>`, written into the JSON without an intermediate string.
-struct DataUrl<'a>(&'a UploadedImage);
-
-impl fmt::Display for DataUrl<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let image = self.0;
-        // `codex::call` loads spilled files into memory first; a file still on disk fails the
-        // serialization rather than sending an empty image.
-        let UploadData::Memory(bytes) = &image.data else {
-            return Err(fmt::Error);
-        };
-        write!(
-            f,
-            "data:{};base64,{}",
-            image.info.format.mime(),
-            Base64Display::new(bytes, &STANDARD)
-        )
-    }
+/// `data:<mime>;base64,` and the marker the upload's base64 replaces.
+struct DataUrl<'a> {
+    mime: &'static str,
+    marker: &'a Marker,
+    index: usize,
 }
 
 impl Serialize for DataUrl<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        let url = format!("data:{};base64,{}", self.mime, self.marker.of(self.index));
+        serializer.serialize_str(&url)
     }
 }
 
 /// Base64 of `bytes` (for tests and callers that need the same encoding).
 #[cfg(test)]
 pub(crate) fn base64(bytes: &[u8]) -> String {
-    use base64::Engine as _;
     STANDARD.encode(bytes)
 }
 
@@ -205,8 +314,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn generation_request_carries_every_parameter_in_the_tool() {
+    /// The body for `model`, checked to be as long as announced.
+    async fn body(request: &CodexRequest, model: &str) -> Value {
+        let (stream, length) = request.stream_for(model).unwrap();
+        let chunks: Vec<Bytes> = stream.map(Result::unwrap).collect().await;
+        let bytes = chunks.concat();
+        assert_eq!(bytes.len() as u64, length);
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn generation_request_carries_every_parameter_in_the_tool() {
         let draft = ImageParamsDraft {
             model: Some("gpt-image-2".into()),
             prompt: Some("a red fox".into()),
@@ -222,7 +340,7 @@ mod tests {
         };
         let params = validate_generation(draft, &ModelCatalog::default()).unwrap();
         let request = CodexRequest::new(&params, &[], None).unwrap();
-        let body: Value = serde_json::from_slice(&request.body_for("gpt-5.4").unwrap()).unwrap();
+        let body = body(&request, "gpt-5.4").await;
         assert_eq!(
             body,
             json!({"model": "gpt-5.4", "instructions": INSTRUCTIONS,
@@ -232,12 +350,12 @@ mod tests {
                     "partial_images": 2, "action": "generate"}],
                 "tool_choice": {"type": "image_generation"}, "parallel_tool_calls": false, "stream": true, "store": false})
         );
-        let again: Value = serde_json::from_slice(&request.body_for("gpt-5").unwrap()).unwrap();
+        let again = super::tests::body(&request, "gpt-5").await;
         assert_eq!(again["model"], "gpt-5");
     }
 
-    #[test]
-    fn edit_request_sends_images_as_data_urls_and_the_mask_in_the_tool() {
+    #[tokio::test]
+    async fn edit_request_sends_images_as_data_urls_and_the_mask_in_the_tool() {
         let draft = ImageParamsDraft {
             model: Some("gpt-image-2".into()),
             prompt: Some("add a hat".into()),
@@ -250,7 +368,7 @@ mod tests {
         ];
         let mask = upload(ImageFileFormat::Png, b"\x89PNG mask");
         let request = CodexRequest::new(&params, &images, Some(&mask)).unwrap();
-        let body: Value = serde_json::from_slice(&request.body_for("gpt-5").unwrap()).unwrap();
+        let body = body(&request, "gpt-5").await;
         let content = &body["input"][0]["content"];
         assert_eq!(content[1]["type"], "input_image");
         assert_eq!(
@@ -270,6 +388,51 @@ mod tests {
         assert!(
             tool.get("partial_images").is_none(),
             "partial images only when streaming"
+        );
+    }
+
+    #[tokio::test]
+    async fn base64_is_the_same_however_the_bytes_are_cut() {
+        let all: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        for cuts in [
+            vec![1, 1, 1, 2, 5, 0, 7],
+            vec![999],
+            vec![3, 3],
+            vec![2, 2, 2, 2, 1],
+        ] {
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            for cut in cuts {
+                let end = (at + cut).min(all.len());
+                chunks.push(Ok(Bytes::copy_from_slice(&all[at..end])));
+                at = end;
+            }
+            chunks.push(Ok(Bytes::copy_from_slice(&all[at..])));
+            let encoded: Vec<Bytes> = base64_stream(futures::stream::iter(chunks).boxed())
+                .map(Result::unwrap)
+                .collect()
+                .await;
+            assert_eq!(encoded.concat(), STANDARD.encode(&all).into_bytes());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_prompt_that_looks_like_an_upload_marker_stays_text() {
+        let prompt = "imagegate-upload-0000000000000000-0. and data:image/png;base64,imagegate-upload-";
+        let draft = ImageParamsDraft {
+            model: Some("gpt-image-2".into()),
+            prompt: Some(prompt.into()),
+            ..Default::default()
+        };
+        let params = validate_edit(draft, &ModelCatalog::default()).unwrap();
+        let images = [upload(ImageFileFormat::Png, b"\x89PNG one")];
+        let request = CodexRequest::new(&params, &images, None).unwrap();
+        let body = body(&request, "gpt-5").await;
+        let content = &body["input"][0]["content"];
+        assert_eq!(content[0]["text"], prompt);
+        assert_eq!(
+            content[1]["image_url"],
+            format!("data:image/png;base64,{}", base64(b"\x89PNG one"))
         );
     }
 }

@@ -15,7 +15,7 @@ pub(crate) mod stream;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::time::{Instant, timeout_at};
 
 use crate::call::{Endpoint, UpstreamCall};
@@ -30,6 +30,13 @@ pub(crate) enum RequestBody {
     Json(Bytes),
     /// `multipart/form-data`.
     Multipart(reqwest::multipart::Form),
+    /// `application/json` made as it is sent, `length` bytes long.
+    JsonStream {
+        /// The bytes.
+        body: reqwest::Body,
+        /// How many.
+        length: u64,
+    },
 }
 
 /// One call over the OpenAI wire, authorized with `Authorization: Bearer <credential>`.
@@ -220,6 +227,10 @@ pub(crate) async fn send(
     let request = match body {
         RequestBody::Json(bytes) => request.header(CONTENT_TYPE, "application/json").body(bytes),
         RequestBody::Multipart(form) => request.multipart(form),
+        RequestBody::JsonStream { body, length } => request
+            .header(CONTENT_TYPE, "application/json")
+            .header(CONTENT_LENGTH, length)
+            .body(body),
     };
     let response = match timeout_at(deadline.at, request.send()).await {
         Err(_elapsed) => return Err(deadline.failure()),

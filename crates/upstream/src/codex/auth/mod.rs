@@ -26,7 +26,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::timeout_at;
 
@@ -104,12 +103,12 @@ impl Session<'_> {
     pub(crate) async fn send(
         &self,
         endpoint: Endpoint,
-        body: Bytes,
+        body: impl Fn() -> Result<RequestBody, Failure>,
         is_stream: bool,
         deadline: Deadline,
     ) -> Result<reqwest::Response, Failure> {
         let credential = self.auth.current(self, deadline).await?;
-        let first = self.send_with(&credential, endpoint, body.clone(), is_stream, deadline);
+        let first = self.send_with(&credential, endpoint, body()?, is_stream, deadline);
         let failure = match first.await {
             Err(failure) if failure.kind == FailureKind::Unauthorized => failure,
             other => return other,
@@ -122,7 +121,7 @@ impl Session<'_> {
             .auth
             .after_refusal(self, &credential.access_token, deadline)
             .await?;
-        let second = self.send_with(&renewed, endpoint, body, is_stream, deadline);
+        let second = self.send_with(&renewed, endpoint, body()?, is_stream, deadline);
         second.await.map_err(|again| {
             if again.kind == FailureKind::Unauthorized {
                 Failure::new(
@@ -141,7 +140,7 @@ impl Session<'_> {
         &self,
         credential: &CodexCredential,
         endpoint: Endpoint,
-        body: Bytes,
+        body: RequestBody,
         is_stream: bool,
         deadline: Deadline,
     ) -> Result<reqwest::Response, Failure> {
@@ -150,7 +149,7 @@ impl Session<'_> {
             target: self.target,
             auth: &auth,
             endpoint,
-            body: RequestBody::Json(body),
+            body,
             is_stream,
             deadline,
         };
