@@ -6,6 +6,25 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 OPENAI_SDK_VERSION="3.54.0"
 
 say() { printf '[setup] %s\n' "$*"; }
+# Root's steps (apt, the Redis directories) run through sudo for another user.
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# apt waits for another apt (unattended upgrades on a fresh machine) and retries a failed download.
+apt_get() {
+  local attempt
+  for attempt in 1 2 3; do
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -qq -o DPkg::Lock::Timeout=600 \
+      -o Acquire::Retries=3 "$@" && return 0
+    say "apt-get $1 failed (attempt $attempt of 3)"
+    sleep 10
+  done
+  return 1
+}
+
+# cargo-nextest runs the suite; say so now rather than after a build of many minutes.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  say "cargo-nextest is needed: cargo install --locked cargo-nextest"
+  exit 1
+fi
 
 # PostgreSQL at 127.0.0.1:5432 (trust auth) for the store tests.
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
@@ -14,13 +33,20 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
 pg_isready -h 127.0.0.1 -p 5432 >/dev/null || { say "PostgreSQL is not reachable on 127.0.0.1:5432"; exit 1; }
+# The tests make a database of their own per test through the `test` database (see
+# crates/testkit/src/postgres.rs); a server with only the default databases gets it here.
+if ! psql -h 127.0.0.1 -U postgres -d test -tAc 'SELECT 1' >/dev/null 2>&1; then
+  say "creating the PostgreSQL database test"
+  createdb -h 127.0.0.1 -U postgres test
+fi
 
 # Redis at 127.0.0.1:6379 for the shared pool state tests.
 if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   say "starting Redis"
-  mkdir -p /var/lib/redis /var/log/redis
+  redis_dir="${TMPDIR:-/tmp}/imagegate-redis"
+  mkdir -p "$redis_dir"
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
-    --dir /var/lib/redis --logfile /var/log/redis/ci.log
+    --dir "$redis_dir" --logfile "$redis_dir/redis.log"
   for _ in $(seq 1 30); do redis-cli ping >/dev/null 2>&1 && break; sleep 1; done
 fi
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { say "Redis is not reachable on 127.0.0.1:6379"; exit 1; }
@@ -28,9 +54,8 @@ redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { say "Redis is not reachable 
 # Headless Chromium and ChromeDriver for the console's browser tests (Debian packages).
 if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
   say "installing chromium and chromium-driver"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq chromium chromium-driver >/dev/null
+  apt_get update
+  apt_get install -y chromium chromium-driver >/dev/null
 fi
 
 # The official openai Python SDK, for the conformance tests (tests/python/).
