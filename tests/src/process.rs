@@ -173,6 +173,29 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// Sends SIGTERM, and another one `between` later, as an operator pressing Ctrl-C twice;
+    /// returns the exit status (none if it still runs 30 s after the second).
+    pub fn stop_twice(&mut self, between: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        for _ in 0..2 {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            std::thread::sleep(between);
+        }
+        for _ in 0..600 {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        None
+    }
+}
+
 impl Drop for Gateway {
     fn drop(&mut self) {
         if let Some(child) = self.child.as_mut() {

@@ -87,4 +87,8 @@ async fn demo_prints_a_key_that_generates_images() {
     assert_eq!(demo["groups"], serde_json::json!([demo_group]), "{accounts}");
     let keys = listed(&["keys", "list", "--user", "demo", "--json"]);
     assert_eq!(keys[0]["group_id"], demo_group, "{keys}");
+    // What the run made usable is taken back once it stops: the key it printed, the account of
+    // its simulator (gone with it); the next run makes them anew.
+    assert_eq!(keys[0]["status"], "disabled", "{keys}");
+    assert_eq!(demo["status"], "disabled", "{accounts}");
 }

@@ -257,6 +257,25 @@ async fn shutdown_lets_an_in_flight_request_finish_and_flushes_its_usage() {
 }
 
 #[tokio::test]
+async fn a_second_signal_stops_the_gateway_without_waiting_for_the_requests_in_flight() {
+    let mut s = setup();
+    // The request in flight would hold the drain for 20 s (the grace is 30 s).
+    s.sim_fault(json!({"fault": "stall", "stall_ms": 20000})).await;
+    let in_flight = tokio::spawn(s.post_json("/images/generations", small_generation()).send());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let stopped = tokio::task::spawn_blocking(move || s.gateway.stop_twice(Duration::from_millis(300)));
+    let status = stopped.await.unwrap().expect("the gateway stopped");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the second signal waited for the request in flight: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(status.code(), Some(143), "{status}");
+    assert!(in_flight.await.unwrap().is_err(), "the connection was cut");
+}
+
+#[tokio::test]
 async fn a_request_still_running_when_the_grace_period_ends_is_recorded_before_exit() {
     let mut s = setup_with_config("[timeouts]\nshutdown_grace_secs = 1\n");
     s.sim_fault(json!({"fault": "stall", "stall_ms": 10000})).await;

@@ -424,3 +424,36 @@ async fn a_restricted_group_is_offered_and_usable_only_by_its_members() {
     assert!(console.store.authenticate(&key).await.unwrap().is_some());
     assert!(!page.body.contains("closed to you"));
 }
+
+#[tokio::test]
+async fn the_form_offers_the_group_of_the_newest_key_first() {
+    let console = Console::new().await;
+    let alice = console.user("alice", "alice-password", false).await;
+    let demo = console.store.create_group("demo").await.unwrap();
+    let browser = console.login("alice", "alice-password").await;
+    let selected = |id: imagegate_store::GroupId| format!("<option value=\"{id}\" selected>");
+    let default = console
+        .store
+        .group_by_name(imagegate_store::DEFAULT_GROUP)
+        .await
+        .unwrap()
+        .unwrap();
+    // No key yet: `default`.
+    let page = console.get("/keys", Some(&browser.cookie)).await;
+    assert!(page.body.contains(&selected(default.id)), "{}", page.body);
+    // A key in `demo` (as `imagegate demo` makes one): the next goes there too.
+    console
+        .store
+        .create_key(imagegate_store::NewApiKey {
+            user_id: alice.id,
+            group_id: demo.id,
+            name: "first".into(),
+            limits: imagegate_store::KeyLimits::default(),
+            fallback_ladder: false,
+        })
+        .await
+        .unwrap();
+    let page = console.get("/keys", Some(&browser.cookie)).await;
+    assert!(page.body.contains(&selected(demo.id)), "{}", page.body);
+    assert!(!page.body.contains(&selected(default.id)));
+}

@@ -454,13 +454,36 @@ fn default_data_dir() -> PathBuf {
     PathBuf::from("imagegate-data")
 }
 
+/// The URL of the SQLite file at `path`. sqlx ends the path at the first `?` and percent-decodes
+/// it, so those two characters of a directory name are percent-encoded.
 fn sqlite_url(path: &Path) -> String {
-    format!("sqlite://{}?mode=rwc", path.display())
+    let path = path.display().to_string();
+    let mut encoded = String::with_capacity(path.len());
+    for c in path.chars() {
+        match c {
+            '%' => encoded.push_str("%25"),
+            '?' => encoded.push_str("%3F"),
+            c => encoded.push(c),
+        }
+    }
+    format!("sqlite://{encoded}?mode=rwc")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_data_directory_with_a_question_mark_or_percent_sign_holds_its_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("odd?name%20here");
+        std::fs::create_dir(&data_dir).unwrap();
+        let file = data_dir.join("imagegate.db");
+        let key = imagegate_store::MasterKey::from_bytes([1; 32]);
+        let store = imagegate_store::connect(&sqlite_url(&file), &key).await.unwrap();
+        store.close().await;
+        assert!(file.exists(), "the database is in the data directory");
+    }
 
     #[test]
     fn flags_override_file_and_defaults_fill_the_rest() {

@@ -1,11 +1,12 @@
 //! `imagegate demo`: the gateway with an in-process simulated upstream, a demo user and a key.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use imagegate_store::{
-    AccountKind, AccountStatus, AccountTier, AccountUpdate, KeyLimits, NewAccount, NewApiKey, NewUser,
-    Secret, Store,
+    AccountId, AccountKind, AccountStatus, AccountTier, AccountUpdate, KeyId, KeyLimits, NewAccount,
+    NewApiKey, NewUser, Secret, Store, UserId,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -21,6 +22,8 @@ const DEMO_GROUP: &str = "demo";
 pub async fn run(config: Config) -> Result<(), ServeError> {
     let store = open_store(&config).await?;
     let shutdown = CancellationToken::new();
+    // The simulator stops after the gateway, which may still be answering from it while it drains.
+    let sim_stop = CancellationToken::new();
     let sim_listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|source| ServeError::Listen {
@@ -30,23 +33,60 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     let sim_addr = sim_listener.local_addr()?;
     #[expect(
         clippy::disallowed_methods,
-        reason = "the demo's simulator: stopped by the shutdown token and awaited after the gateway"
+        reason = "the demo's simulator: stopped and awaited once the gateway has stopped"
     )]
     let sim = tokio::spawn(imagegate_sim::serve(
         sim_listener,
         imagegate_sim::SimConfig::default(),
-        shutdown.clone().cancelled_owned(),
+        sim_stop.clone().cancelled_owned(),
     ));
-    let (key, password) = prepare(&store, sim_addr).await?;
-    let banner = |addr| print_banner(addr, key.expose(), &password);
-    let result = crate::serve::run(config, store, shutdown.clone(), banner).await;
-    shutdown.cancel();
+    let demo = prepare(&store, sim_addr).await?;
+    let data_dir = config.data_dir.clone();
+    let banner = |addr| print_banner(addr, &demo, &data_dir);
+    let serving = async {
+        let result = crate::serve::run(config, Arc::clone(&store), shutdown.clone(), banner).await;
+        shutdown.cancel();
+        result
+    };
+    // As the gateway begins to stop (its store is closed once it has), no longer at its end.
+    let retiring = async {
+        shutdown.cancelled().await;
+        retire(&store, &demo).await;
+    };
+    let (result, ()) = tokio::join!(serving, retiring);
+    sim_stop.cancel();
     let _ = sim.await;
     result
 }
 
+/// What a demo run made usable, and is taken back when it stops.
+struct Demo {
+    user: UserId,
+    key: Secret,
+    key_id: KeyId,
+    account: AccountId,
+    password: String,
+}
+
+/// Takes back what the run made usable: the printed password no longer signs in, the printed key
+/// is disabled, and the account of the simulator (gone with the demo) leaves the pool. The next
+/// demo run makes them anew.
+async fn retire(store: &Arc<dyn Store>, demo: &Demo) {
+    let password = store.set_user_password_hash(demo.user, None).await;
+    let key = store.disable_key(demo.key_id).await.map(|_| ());
+    let reason = Some("the demo stopped: its simulator is gone");
+    let account = store
+        .set_account_status(demo.account, AccountStatus::Disabled, reason)
+        .await;
+    for result in [password, key, account] {
+        if let Err(err) = result {
+            tracing::warn!(error = %err, "could not take back what the demo made usable");
+        }
+    }
+}
+
 /// Makes sure the demo user and the simulated account exist, and issues a fresh key.
-async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret, String), ServeError> {
+async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<Demo, ServeError> {
     let user = match store.user_by_name(DEMO_USER).await? {
         Some(user) => user,
         None => {
@@ -69,7 +109,7 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret
         None => store.create_group(DEMO_GROUP).await?,
     };
     let base_url = format!("http://{sim_addr}/v1");
-    match store.account_by_name(DEMO_ACCOUNT).await? {
+    let account = match store.account_by_name(DEMO_ACCOUNT).await? {
         Some(account) => {
             let update = AccountUpdate {
                 base_url: Some(Some(base_url)),
@@ -77,7 +117,7 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret
                 groups: Some(vec![group.id]),
                 ..AccountUpdate::default()
             };
-            store.update_account(account.id, update).await?;
+            store.update_account(account.id, update).await?.id
         }
         None => {
             store
@@ -94,9 +134,10 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret
                     fallback_models: Vec::new(),
                     credential: Some(Secret::new("sim-demo-credential")),
                 })
-                .await?;
+                .await?
+                .id
         }
-    }
+    };
     let created = store
         .create_key(NewApiKey {
             user_id: user.id,
@@ -106,10 +147,18 @@ async fn prepare(store: &Arc<dyn Store>, sim_addr: SocketAddr) -> Result<(Secret
             fallback_ladder: false,
         })
         .await?;
-    Ok((created.key, password))
+    Ok(Demo {
+        user: user.id,
+        key: created.key,
+        key_id: created.record.id,
+        account,
+        password,
+    })
 }
 
-fn print_banner(addr: SocketAddr, key: &str, password: &str) {
+fn print_banner(addr: SocketAddr, demo: &Demo, data_dir: &Path) {
+    let (key, password) = (demo.key.expose(), &demo.password);
+    let data_dir = data_dir.display();
     let base = format!("http://{addr}/v1");
     let console = format!("http://{addr}/login");
     crate::serve::announce(&format!(
@@ -135,7 +184,11 @@ or with the official Python SDK (pip install openai):
   result = client.images.generate(model="gpt-image-2", prompt="a lighthouse at dusk", size="1024x1024")
   open("out.png", "wb").write(base64.b64decode(result.data[0].b64_json))
 
-Usage records: imagegate usage list
+Usage records, from another terminal in the checkout:
+
+  cargo run --release -p imagegate -- --data-dir {data_dir} usage list
+
+The key and the password work until the demo stops (Ctrl-C).
 "#
     ));
 }

@@ -308,20 +308,26 @@ async fn refresh_accounts(state: Arc<AppState>, shutdown: CancellationToken) {
     }
 }
 
-/// Cancels `shutdown` on SIGINT or SIGTERM.
-fn spawn_signal_listener(signals: ShutdownSignals, shutdown: CancellationToken) {
+/// Cancels `shutdown` on SIGINT or SIGTERM; a second one, while the gateway drains, ends the
+/// process at once (an operator who presses Ctrl-C again does not want to wait out the grace).
+fn spawn_signal_listener(mut signals: ShutdownSignals, shutdown: CancellationToken) {
     #[expect(
         clippy::disallowed_methods,
-        reason = "it only cancels the shutdown token, and ends when it is cancelled"
+        reason = "it cancels the shutdown token, then waits for a second signal until the process ends"
     )]
     tokio::spawn(async move {
         tokio::select! {
-            () = signals.received() => {
-                tracing::info!("shutdown signal received; draining");
+            _ = signals.received() => {
+                tracing::info!("shutdown signal received; draining (send another to stop at once)");
                 shutdown.cancel();
             }
             () = shutdown.cancelled() => {}
         }
+        let code = signals.received().await;
+        tracing::warn!(
+            "second shutdown signal received; stopping without waiting for the requests in flight"
+        );
+        std::process::exit(code);
     });
 }
 
@@ -355,26 +361,28 @@ impl ShutdownSignals {
         Self {}
     }
 
-    /// Completes when either signal has arrived.
-    async fn received(self) {
+    /// Completes when either signal arrives next, with the exit status a process killed by it
+    /// reports (128 + the signal's number).
+    async fn received(&mut self) -> i32 {
         #[cfg(unix)]
         {
-            async fn next(stream: Option<tokio::signal::unix::Signal>) {
+            async fn next(stream: Option<&mut tokio::signal::unix::Signal>) {
                 match stream {
-                    Some(mut stream) => {
+                    Some(stream) => {
                         stream.recv().await;
                     }
                     None => std::future::pending::<()>().await,
                 }
             }
             tokio::select! {
-                () = next(self.interrupt) => {}
-                () = next(self.terminate) => {}
+                () = next(self.interrupt.as_mut()) => 130,
+                () = next(self.terminate.as_mut()) => 143,
             }
         }
         #[cfg(not(unix))]
         {
             let _ = tokio::signal::ctrl_c().await;
+            130
         }
     }
 }

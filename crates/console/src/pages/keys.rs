@@ -112,10 +112,16 @@ pub(crate) async fn list(
     let groups = state.store.groups_for(me.user.id).await?;
     let usable: HashSet<GroupId> = groups.iter().map(|g| g.id).collect();
     let now = imagegate_store::Timestamp::now();
-    let keys = state
-        .store
-        .list_keys(Some(me.user.id))
-        .await?
+    let records = state.store.list_keys(Some(me.user.id)).await?;
+    // The group of the user's newest key still open to them, else `default`: a newcomer's second
+    // key goes where the first one works (the demo's keys are in `demo`, whose account is the
+    // simulator, while `default` may have no account at all).
+    let newest_group = records
+        .iter()
+        .filter(|k| usable.contains(&k.group_id))
+        .max_by_key(|k| (k.created_at, k.id.0))
+        .map(|k| k.group_id);
+    let keys = records
         .into_iter()
         .map(|k| KeyRow {
             id: k.id.0,
@@ -151,15 +157,17 @@ pub(crate) async fn list(
         }
         _ => None,
     };
-    let default_group = groups
-        .iter()
-        .find(|g| g.name == imagegate_store::DEFAULT_GROUP)
-        .map(|g| g.id);
+    let preselected = newest_group.or_else(|| {
+        groups
+            .iter()
+            .find(|g| g.name == imagegate_store::DEFAULT_GROUP)
+            .map(|g| g.id)
+    });
     let groups = groups
         .into_iter()
         .map(|g| GroupOption {
             id: g.id.0,
-            selected: Some(g.id) == default_group,
+            selected: Some(g.id) == preselected,
             name: g.name,
         })
         .collect();
