@@ -16,7 +16,9 @@
 //! - **Outcomes** ([`Outcome`]) drive cooldowns: a 429 cools down exactly until the reset the
 //!   upstream gave (or a doubling backoff without one), image-only limits block only image
 //!   requests, an HTML 403 from a proxy costs nothing, repeated JSON 403s disable, a streak of
-//!   transient failures opens a short circuit breaker that a success closes.
+//!   transient failures opens a short circuit breaker; once its cooldown ends the breaker is
+//!   half-open (one request at a time, the probe) until a success closes it or a failure opens it
+//!   again.
 //! - **Waiting**: when every eligible account is busy, [`Dispatcher::acquire`] waits (bounded in
 //!   time and in number of waiters) and wakes when a lease is dropped. Waiters for the same slots
 //!   are served first come, first served, and a new request does not overtake them.

@@ -176,6 +176,17 @@ impl AccountHealth {
         self.status == AccountStatus::Ok
     }
 
+    /// End of the open circuit breaker that keeps the account out, if the breaker is its
+    /// cooldown: once that time passes the breaker is half-open until a success closes it or a
+    /// failure opens it again, and the account takes one request at a time (a probe).
+    #[must_use]
+    pub fn breaker_until(&self) -> Option<UnixMillis> {
+        self.cooldown_all
+            .as_ref()
+            .filter(|c| c.kind == CooldownKind::CircuitOpen)
+            .map(|c| c.until)
+    }
+
     /// End of the cooldown that blocks a request (`image` or not) at `now`, if any.
     #[must_use]
     pub fn blocked_until(&self, image: bool, now: UnixMillis) -> Option<UnixMillis> {

@@ -170,6 +170,9 @@ pub struct AccountLoad {
     pub cooling_until: Option<UnixMillis>,
     /// End of the last cooldown blocking image requests (may be past).
     pub images_cooling_until: Option<UnixMillis>,
+    /// End of the open circuit breaker that is the account's cooldown (may be past: then the
+    /// breaker is half-open); see [`AccountHealth::breaker_until`].
+    pub breaker_until: Option<UnixMillis>,
 }
 
 impl Default for AccountLoad {
@@ -179,6 +182,7 @@ impl Default for AccountLoad {
             usable: true,
             cooling_until: None,
             images_cooling_until: None,
+            breaker_until: None,
         }
     }
 }
@@ -202,7 +206,14 @@ impl AccountLoad {
             usable: health.is_usable(),
             cooling_until: health.cooldown_all.as_ref().map(|c| c.until),
             images_cooling_until: health.cooldown_images.as_ref().map(|c| c.until),
+            breaker_until: health.breaker_until(),
         }
+    }
+
+    /// Whether the account's breaker is half-open at `now`: its cooldown over, no success since.
+    #[must_use]
+    pub fn half_open(&self, now: UnixMillis) -> bool {
+        self.breaker_until.is_some_and(|until| until <= now)
     }
 
     /// End of the cooldown that blocks a request (`image` or not) at `now`, if any.
@@ -325,11 +336,12 @@ impl Walk {
             return Visit::Continue;
         }
         let used = account.in_flight.get(query.class);
-        if used >= limit {
+        let total = account.in_flight.total();
+        // A half-open breaker lets one request through, its probe, and the others wait for it.
+        if used >= limit || (total > 0 && account.half_open(query.now)) {
             self.any_busy = true;
             return Visit::Continue;
         }
-        let total = account.in_flight.total();
         if total == 0 {
             self.best = Some((index, Load { used, limit, total }));
             return Visit::Stop;

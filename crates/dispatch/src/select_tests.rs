@@ -312,6 +312,47 @@ fn expired_cooldown_no_longer_blocks() {
     );
 }
 
+#[test]
+fn a_half_open_breaker_lets_one_request_through_at_a_time() {
+    let r = ranked(&[AccountSpec::new("a", Tier::Pro, &["g"])]);
+    let select_a = |runtime: &AccountRuntime| {
+        select(
+            &r,
+            &query(SizeClass::Standard, true),
+            |_, _| Some(AccountLoad::of(runtime)),
+            0,
+        )
+    };
+    let mut runtime = AccountRuntime::default();
+    runtime.health.cooldown_all = Some(Cooldown {
+        until: NOW,
+        kind: CooldownKind::CircuitOpen,
+        reason: "breaker".into(),
+        rate_limited_until: None,
+    });
+    // Its cooldown is over: one request, the probe, goes.
+    assert_eq!(picked(&r, select_a(&runtime)), "a");
+    // While the probe runs, the others wait for it (whatever the account's limit).
+    runtime.in_flight.standard = 1;
+    assert_eq!(select_a(&runtime), Selection::Busy);
+    runtime.in_flight = ClassCounts {
+        large: 1,
+        standard: 0,
+    };
+    assert_eq!(select_a(&runtime), Selection::Busy);
+    // A success closes the breaker: the account is used up to its limit again.
+    runtime.health.apply(
+        &crate::outcome::Outcome::Success,
+        &crate::outcome::CooldownPolicy::default(),
+        NOW,
+    );
+    assert_eq!(picked(&r, select_a(&runtime)), "a");
+    // A rate limit is no breaker: once it is over, every request goes.
+    let mut limited = cooling(NOW, false);
+    limited.in_flight.standard = 1;
+    assert_eq!(picked(&r, select_a(&limited)), "a");
+}
+
 /// A band of `size` standard-limit-4 accounts of one tier.
 fn one_band(size: usize) -> RankedCandidates {
     let specs: Vec<_> = (0..size)

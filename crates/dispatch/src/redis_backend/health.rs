@@ -101,6 +101,7 @@ pub(crate) async fn update(
             .map_err(|e| StateError::Backend(format!("cannot encode the health of {account}: {e}")))?;
         let cooling_all = health.cooldown_all.as_ref().map(|c| c.until.0.to_string());
         let cooling_images = health.cooldown_images.as_ref().map(|c| c.until.0.to_string());
+        let breaker = health.breaker_until().map(|until| until.0.to_string());
         let reply: Value = HEALTH_CAS
             .key(&key)
             .key(keys.accounts())
@@ -110,6 +111,7 @@ pub(crate) async fn update(
             .arg(cooling_all.unwrap_or_default())
             .arg(cooling_images.unwrap_or_default())
             .arg(account.as_str())
+            .arg(breaker.unwrap_or_default())
             .invoke_async(connection)
             .await
             .map_err(|e| StateError::Backend(format!("redis: storing the health of {account}: {e}")))?;

@@ -45,6 +45,10 @@ struct Account {
     broken: bool,
     all: Cool,
     images: Cool,
+    /// The cooldown for every request that ends last, and whether it is the circuit breaker's: a
+    /// cooldown replaces it only by ending later (or once it ended); a success leaves only a rate
+    /// limit still in force. Once a breaker's end has passed it is half-open: one request at a time.
+    last_all: Option<(UnixMillis, bool)>,
     rate_limits: u32,
     forbiddens: u32,
     transients: u32,
@@ -77,6 +81,14 @@ fn active_until(cool: Cool, now: UnixMillis) -> Option<UnixMillis> {
 /// Moves the end in `slot` to `until` if that is later.
 fn extend(slot: &mut Option<UnixMillis>, until: UnixMillis) {
     *slot = Some(slot.map_or(until, |old| old.max(until)));
+}
+
+/// Makes a cooldown for every request ending at `until` (the breaker's or not) the last one when
+/// it ends later than the last one still in force.
+fn cool_all(account: &mut Account, until: UnixMillis, breaker: bool, now: UnixMillis) {
+    if account.last_all.is_none_or(|(end, _)| end <= now || until > end) {
+        account.last_all = Some((until, breaker));
+    }
 }
 
 impl Model {
@@ -147,10 +159,16 @@ impl Model {
             .copied()
             .filter(|&i| self.blocked_until(i, image, now).is_none())
             .collect();
+        let half_open = |i: usize| {
+            self.accounts[i]
+                .last_all
+                .is_some_and(|(end, breaker)| breaker && end <= now)
+        };
+        let idle = |i: usize| self.accounts[i].large + self.accounts[i].standard == 0;
         let eligible: Vec<usize> = unblocked
             .iter()
             .copied()
-            .filter(|&i| self.used(i, class) < self.limit(i, class))
+            .filter(|&i| self.used(i, class) < self.limit(i, class) && (idle(i) || !half_open(i)))
             .collect();
         if eligible.is_empty() {
             if !unblocked.is_empty() {
@@ -234,6 +252,7 @@ impl Model {
                 account.transients = 0;
                 account.all.failure = None;
                 account.images.failure = None;
+                account.last_all = account.all.limit.filter(|end| *end > now).map(|end| (end, false));
             }
             Outcome::RateLimited { reset_at, scope } => {
                 account.rate_limits += 1;
@@ -247,6 +266,9 @@ impl Model {
                         now.plus(backoff.min(policy.rate_limit_cap))
                     }
                 };
+                if *scope == LimitScope::All {
+                    cool_all(account, until, false, now);
+                }
                 let slot = if *scope == LimitScope::All {
                     &mut account.all
                 } else {
@@ -262,12 +284,14 @@ impl Model {
                     account.broken = true;
                 } else {
                     extend(&mut account.all.failure, now.plus(policy.forbidden_cooldown));
+                    cool_all(account, now.plus(policy.forbidden_cooldown), false, now);
                 }
             }
             Outcome::Transient { .. } => {
                 account.transients += 1;
                 if account.transients >= policy.breaker_after {
                     extend(&mut account.all.failure, now.plus(policy.breaker_cooldown));
+                    cool_all(account, now.plus(policy.breaker_cooldown), true, now);
                 }
             }
         }

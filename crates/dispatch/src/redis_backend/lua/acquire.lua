@@ -4,7 +4,9 @@
 -- in flight), the walk starting at a random offset and stopping at the first idle account or
 -- after comparing 32 eligible accounts (select.rs's COMPARE_WINDOW; a test keeps the two equal).
 -- Eligible: status usable, not cooling down for this kind of request, fewer unexpired leases than
--- the class limit. (Excluded accounts and limit 0 are filtered out by the caller.)
+-- the class limit, and none at all while its circuit breaker is half-open (the end of the breaker
+-- it holds is past: one request, its probe, at a time). (Excluded accounts and limit 0 are filtered
+-- out by the caller.)
 --
 -- ARGV: prefix, now, class, other class, image (1/0), lease expiry, seed (1..2^31-2),
 --       lease id (a random token the caller chose, so that it can give the lease back when the
@@ -85,7 +87,7 @@ while start < count do
     local index = start + (offset + step) % size
     local id = field(index, 0)
     local limit = tonumber(field(index, 1))
-    local health = redis.call('HMGET', prefix .. 'acct:' .. id .. ':health', 'ok', 'ca', 'ci')
+    local health = redis.call('HMGET', prefix .. 'acct:' .. id .. ':health', 'ok', 'ca', 'ci', 'cb')
     if health[1] ~= '0' then
       local until_text, until_number = blocked(health)
       if until_number then
@@ -94,7 +96,9 @@ while start < count do
         end
       else
         local used = in_flight(id, class)
-        if used >= limit then
+        local breaker = tonumber(health[4])
+        local probing = breaker and breaker <= now and (used + in_flight(id, other)) > 0
+        if used >= limit or probing then
           any_busy = true
         else
           -- Total in flight, read only when it matters: to spot an idle account, or on a tie.

@@ -1,13 +1,14 @@
 -- Stores an account's health if nobody changed it since it was read (compare-and-set).
 -- KEYS[1]: health hash, KEYS[2]: set of known accounts.
 -- ARGV: version read ('0' when none), health JSON, usable (1/0), end of the cooldown for every
---       request ('' when none), end of the image cooldown ('' when none), account id.
+--       request ('' when none), end of the image cooldown ('' when none), account id, end of the
+--       open circuit breaker that is the cooldown for every request ('' when it is none).
 -- Reply: {1} when stored; {0, current version, current JSON} when the version moved on.
 local current = redis.call('HGET', KEYS[1], 'v') or '0'
 if current ~= ARGV[1] then
   return {0, current, redis.call('HGET', KEYS[1], 'h') or ''}
 end
 redis.call('HSET', KEYS[1], 'v', tostring(tonumber(current) + 1), 'h', ARGV[2], 'ok', ARGV[3],
-  'ca', ARGV[4], 'ci', ARGV[5])
+  'ca', ARGV[4], 'ci', ARGV[5], 'cb', ARGV[7] or '')
 redis.call('SADD', KEYS[2], ARGV[6])
 return {1}
