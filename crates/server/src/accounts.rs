@@ -165,23 +165,9 @@ impl AccountDirectory {
     /// The target of `account` as listed, from its credential as stored when that is still the
     /// one of this row (a credential is never sent to the base URL it replaced).
     async fn build_target(&self, account: &Account) -> Result<Built, StoreError> {
-        let Some(base_url) = account
-            .base_url
-            .clone()
-            .or_else(|| default_base_url(account.kind).map(str::to_owned))
-        else {
-            tracing::warn!(account = %account.name, "account has no base URL; it is not used");
-            return Ok(Built::Target(None));
-        };
-        let credential = match self.store.account_credential_as_of(account.id).await {
-            Ok((_, row_updated_at)) if row_updated_at != account.updated_at => {
-                return Ok(Built::RowChanged);
-            }
-            Ok((Some(credential), _)) => credential,
-            Ok((None, _)) => {
-                tracing::warn!(account = %account.name, "account has no credential; it is not used");
-                return Ok(Built::Target(None));
-            }
+        let stored = match self.store.account_credential_as_of(account.id).await {
+            Ok(stored) if stored.updated_at != account.updated_at => return Ok(Built::RowChanged),
+            Ok(stored) => stored,
             // Removed since it was listed.
             Err(StoreError::NotFound { .. }) => return Ok(Built::RowChanged),
             // One credential sealed under another master key (a replica behind in a key rotation,
@@ -192,6 +178,19 @@ impl AccountDirectory {
                 return Ok(Built::Target(None));
             }
             Err(err) => return Err(err),
+        };
+        // The base URL read with the credential (the listed row's may be older by a write made
+        // within the same millisecond).
+        let Some(base_url) = stored
+            .base_url
+            .or_else(|| default_base_url(account.kind).map(str::to_owned))
+        else {
+            tracing::warn!(account = %account.name, "account has no base URL; it is not used");
+            return Ok(Built::Target(None));
+        };
+        let Some(credential) = stored.credential else {
+            tracing::warn!(account = %account.name, "account has no credential; it is not used");
+            return Ok(Built::Target(None));
         };
         let mut main_models: Vec<String> = account.main_model.iter().cloned().collect();
         main_models.extend(account.fallback_models.iter().cloned());

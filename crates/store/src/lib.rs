@@ -81,8 +81,8 @@ pub use error::{CryptoError, StoreError, StoreResult};
 pub use model::{
     Account, AccountId, AccountKind, AccountStatus, AccountTier, AccountUpdate, ApiKeyRecord, AuthContext,
     Backend, DEFAULT_GROUP, DailyUsage, Group, GroupId, KeyCheck, KeyId, KeyLimits, KeyRefusal, KeyStatus,
-    KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, StatusFilter, Timestamp, TokenCounts,
-    UnknownVariant, UsageCursor, UsageEntry, UsageFilter, UsageId, UsageRecord, User, UserId,
+    KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, StatusFilter, StoredCredential, Timestamp,
+    TokenCounts, UnknownVariant, UsageCursor, UsageEntry, UsageFilter, UsageId, UsageRecord, User, UserId,
 };
 pub use priority::WriterPriority;
 pub use rekey::{Resealed, reseal_credentials};

@@ -10,7 +10,9 @@
 //! named `usage-<pid>-<nanos>.jsonl` and held with an exclusive `flock` for the life of the
 //! process. At start a process claims every spool file whose lock is free (its owner died) and
 //! replays it with its own. A line that does not parse (a crash in the middle of a write leaves a
-//! partial last line) is skipped with a warning.
+//! partial last line; a record written by another version of the gateway may not read) is skipped
+//! with a warning and, when the replay is done, set aside as it was in the `*.rejected` file below,
+//! never deleted.
 //!
 //! Records the database refuses one by one (a constraint, a value it cannot take) are set aside in
 //! `usage-<pid>-<nanos>.rejected` beside them, in the same format, so they cannot hold back the
@@ -162,6 +164,12 @@ impl UsageSpool {
     /// Sets aside records the database refused, in this process's `*.rejected` file (created on
     /// first use), fsynced. Returns the file's path.
     pub fn set_aside(&mut self, records: &[UsageRecord]) -> Result<PathBuf, SpoolError> {
+        let text = lines(records)?;
+        self.append_rejected(&text)
+    }
+
+    /// Appends `text` (whole lines) to the `*.rejected` file, fsynced; cut back when it fails.
+    fn append_rejected(&mut self, text: &[u8]) -> Result<PathBuf, SpoolError> {
         let (path, file) = match self.rejected.take() {
             Some(open) => open,
             None => {
@@ -178,9 +186,9 @@ impl UsageSpool {
                 (path, file)
             }
         };
-        let written = lines(records).and_then(|text| {
-            let before = file.metadata().map_err(io_error(&path))?.len();
-            let result = (&file).write_all(&text).and_then(|()| file.sync_data());
+        let written = file.metadata().map_err(io_error(&path)).and_then(|metadata| {
+            let before = metadata.len();
+            let result = (&file).write_all(text).and_then(|()| file.sync_data());
             if result.is_err() {
                 // Cut back a partial write, so the next record does not glue onto its line.
                 let _ = file.set_len(before);
@@ -212,7 +220,7 @@ impl UsageSpool {
             std::cmp::Ordering::Equal => &self.own,
             std::cmp::Ordering::Greater => return None,
         };
-        let read = read_from(file, cursor.offset, batch_size.max(1), &mut cursor.summary);
+        let read = read_from(file, cursor.offset, batch_size.max(1), cursor);
         let (batch, consumed, at_end) = match read {
             Ok(read) => read,
             // Kept by `finish_replay`, for a later replay to read whole.
@@ -232,8 +240,25 @@ impl UsageSpool {
     }
 
     /// Forgets everything read by a replay that went through: claimed files are removed, the
-    /// own file is emptied; a file that could not be read to its end (an I/O error) is kept.
+    /// own file is emptied; a file that could not be read to its end (an I/O error) is kept. The
+    /// lines that did not parse are set aside first, as they were; when that fails nothing is
+    /// forgotten (the next replay reads it all again, harmlessly).
     pub(crate) fn finish_replay(&mut self, cursor: &ReplayCursor) {
+        if !cursor.unparsed.is_empty() {
+            let mut text = Vec::new();
+            for line in &cursor.unparsed {
+                text.extend_from_slice(line.strip_suffix(b"\n").unwrap_or(line));
+                text.push(b'\n');
+            }
+            match self.append_rejected(&text) {
+                Ok(path) => tracing::warn!(path = %path.display(), lines = cursor.unparsed.len(),
+                    "unreadable usage spool lines set aside"),
+                Err(err) => {
+                    tracing::error!(error = %err, "could not set aside unreadable usage spool lines; the spool is kept");
+                    return;
+                }
+            }
+        }
         let mut index = 0;
         for orphan in std::mem::take(&mut self.orphans) {
             if cursor.unreadable.contains(&index) {
@@ -270,6 +295,8 @@ pub(crate) struct ReplayCursor {
     pub(crate) summary: ReadSummary,
     /// Files (by the index of `file`) whose reading failed before their end.
     unreadable: Vec<usize>,
+    /// The lines that did not parse, as they were.
+    unparsed: Vec<Vec<u8>>,
 }
 
 impl Drop for UsageSpool {
@@ -297,7 +324,7 @@ fn read_from(
     locked: &LockedFile,
     offset: u64,
     batch_size: usize,
-    summary: &mut ReadSummary,
+    cursor: &mut ReplayCursor,
 ) -> Result<(Vec<UsageRecord>, u64, bool), Vec<UsageRecord>> {
     let mut batch = Vec::with_capacity(batch_size);
     let mut file = &locked.file;
@@ -324,7 +351,8 @@ fn read_from(
         match serde_json::from_slice::<UsageRecord>(&line) {
             Ok(record) => batch.push(record),
             Err(err) => {
-                summary.corrupt_lines += 1;
+                cursor.summary.corrupt_lines += 1;
+                cursor.unparsed.push(line.clone());
                 tracing::warn!(path = %locked.path.display(), offset = offset + consumed, error = %err, "skipping an unreadable usage spool line (a write cut short by a crash?)");
             }
         }

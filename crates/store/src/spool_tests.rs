@@ -160,6 +160,13 @@ async fn garbage_in_the_middle_is_skipped() {
     let (seen, summary) = drain(&mut next, 10).await;
     assert_eq!(seen, ["spool-req-0", "spool-req-1"]);
     assert_eq!(summary.corrupt_lines, 2);
+    // The lines that did not parse are set aside as they were, not deleted with their file.
+    let rejected: Vec<PathBuf> = spool_files(dir.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rejected"))
+        .collect();
+    assert_eq!(rejected.len(), 1, "{:?}", spool_files(dir.path()));
+    assert_eq!(std::fs::read(&rejected[0]).unwrap(), b"{not json\n\xff\xfe\n");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use crate::error::StoreResult;
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, AuthContext, Backend, DailyUsage, Group,
     GroupId, KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser,
-    Timestamp, UsageEntry, UsageFilter, UsageRecord, User, UserId,
+    StoredCredential, UsageEntry, UsageFilter, UsageRecord, User, UserId,
 };
 use crate::priority::WriterPriority;
 use crate::secret::Secret;
@@ -160,12 +160,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// [`Crypto`](crate::StoreError::Crypto) error if the master key is not the one it was
     /// stored with.
     async fn account_credential(&self, id: AccountId) -> StoreResult<Option<Secret>>;
-    /// [`account_credential`](Store::account_credential) and the row's `updated_at`, read in one
-    /// statement: a caller holding an earlier read of the row (from
-    /// [`list_accounts`](Store::list_accounts)) sees whether the credential is the one of that row
-    /// (every write of an account moves its `updated_at`), and never pairs a new credential with an
-    /// old base URL.
-    async fn account_credential_as_of(&self, id: AccountId) -> StoreResult<(Option<Secret>, Timestamp)>;
+    /// [`account_credential`](Store::account_credential) with the base URL it is sent to and the
+    /// row's `updated_at`, read in one statement: the credential is never paired with a base URL it
+    /// did not go with, and a caller holding an earlier read of the row (from
+    /// [`list_accounts`](Store::list_accounts)) sees whether the row changed since.
+    async fn account_credential_as_of(&self, id: AccountId) -> StoreResult<StoredCredential>;
     /// Replaces (or with `None` removes) the credential (an operator's new one).
     async fn update_account_credential(&self, id: AccountId, credential: Option<&Secret>) -> StoreResult<()>;
     /// Replaces the credential with `credential` only if it is still `previous` (an OAuth refresh

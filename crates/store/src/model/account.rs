@@ -52,6 +52,18 @@ text_enum!(AccountStatus { Active => "active", Disabled => "disabled", Error => 
 /// A stored upstream account. Its credential is not part of it (see
 /// [`Store::account_credential`](crate::Store::account_credential)), so printing or serializing an
 /// account never reveals it.
+/// An account's credential as stored, with the base URL it is sent to and the row's `updated_at`,
+/// all read in one statement ([`Store::account_credential_as_of`](crate::Store::account_credential_as_of)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCredential {
+    /// The decrypted credential, `None` if the account has none.
+    pub credential: Option<Secret>,
+    /// The base URL stored with it.
+    pub base_url: Option<String>,
+    /// The row's `updated_at` at that read.
+    pub updated_at: Timestamp,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
     /// Its id.

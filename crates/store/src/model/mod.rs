@@ -9,7 +9,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use account::{Account, AccountKind, AccountStatus, AccountTier, AccountUpdate, NewAccount};
+pub use account::{
+    Account, AccountKind, AccountStatus, AccountTier, AccountUpdate, NewAccount, StoredCredential,
+};
 pub use key::{
     ApiKeyRecord, AuthContext, KeyCheck, KeyLimits, KeyRefusal, KeyStatus, KeyUpdate, KeyUse, NewApiKey,
     NewKey,

@@ -6,8 +6,8 @@ use super::Db;
 use crate::crypto::{Crypto, SealContext};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    Account, AccountId, AccountStatus, AccountUpdate, GroupId, NewAccount, Timestamp, check_name,
-    could_be_a_name,
+    Account, AccountId, AccountStatus, AccountUpdate, GroupId, NewAccount, StoredCredential, Timestamp,
+    check_name, could_be_a_name,
 };
 use crate::rows::{ACCOUNT_COLUMNS, AccountRow, accounts_with_groups, models_json};
 use crate::secret::Secret;
@@ -207,8 +207,11 @@ pub(super) async fn mark_account_failed(
     // With `refused`: only while the credential opens to it (one replaced meanwhile does not, one
     // resealed under a new master key still does).
     if let Some(refused) = refused {
-        let Some(sealed) = locked_credential(&mut tx, id).await? else {
-            return Ok(false);
+        let sealed = match locked_credential(&mut tx, id).await {
+            Ok(Some(sealed)) => sealed,
+            // No credential, or no account any more: nothing of the refused one to mark.
+            Ok(None) | Err(StoreError::NotFound { .. }) => return Ok(false),
+            Err(err) => return Err(err),
         };
         if crypto.open(&sealed, &SealContext::account_credential(id))? != *refused {
             return Ok(false);
@@ -291,16 +294,19 @@ pub(super) async fn account_credential_as_of(
     pool: &Pool<Db>,
     crypto: &Crypto,
     id: AccountId,
-) -> StoreResult<(Option<Secret>, Timestamp)> {
-    let row: Option<(Option<Vec<u8>>, i64)> =
-        sqlx::query_as("SELECT credential, updated_at FROM accounts WHERE id = $1")
+) -> StoreResult<StoredCredential> {
+    let row: Option<(Option<Vec<u8>>, Option<String>, i64)> =
+        sqlx::query_as("SELECT credential, base_url, updated_at FROM accounts WHERE id = $1")
             .bind(id.0)
             .fetch_optional(pool)
             .await?;
-    let (sealed, updated_at) = row.ok_or_else(|| StoreError::not_found("account", id))?;
+    let (sealed, base_url, updated_at) = row.ok_or_else(|| StoreError::not_found("account", id))?;
     let context = SealContext::account_credential(id);
-    let credential = sealed.map(|bytes| crypto.open(&bytes, &context)).transpose()?;
-    Ok((credential, Timestamp::from_unix_ms(updated_at)))
+    Ok(StoredCredential {
+        credential: sealed.map(|bytes| crypto.open(&bytes, &context)).transpose()?,
+        base_url,
+        updated_at: Timestamp::from_unix_ms(updated_at),
+    })
 }
 
 pub(super) async fn reseal_account_credential(

@@ -82,6 +82,15 @@ pub(super) async fn update_key(pool: &Pool<Db>, id: KeyId, update: KeyUpdate) ->
     if let Some(limits) = &update.limits {
         check_limits(limits)?;
     }
+    // Moved to another group only if its user may hold keys there, as when it was made.
+    if let Some(group_id) = update.group_id {
+        let user_id: Option<i64> = sqlx::query_scalar("SELECT user_id FROM api_keys WHERE id = $1")
+            .bind(id.0)
+            .fetch_optional(pool)
+            .await?;
+        let user_id = user_id.ok_or_else(|| StoreError::not_found("api key", id))?;
+        users::check_group_use(pool, UserId(user_id), group_id).await?;
+    }
     let sql = format!(
         "UPDATE api_keys SET name = COALESCE($2, name), group_id = COALESCE($3, group_id), \
          max_concurrency = CASE WHEN $4 THEN $5 ELSE max_concurrency END, \

@@ -9,7 +9,7 @@ use super::{BACKEND, BackendStore, accounts, keys, usage, users};
 use crate::error::StoreResult;
 use crate::model::{
     Account, AccountId, AccountStatus, AccountUpdate, ApiKeyRecord, Backend, DailyUsage, Group, GroupId,
-    KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, Timestamp,
+    KeyCheck, KeyId, KeyStatus, KeyUpdate, KeyUse, NewAccount, NewApiKey, NewKey, NewUser, StoredCredential,
     UsageEntry, UsageFilter, UsageRecord, User, UserId,
 };
 use crate::priority::WriterPriority;
@@ -178,7 +178,7 @@ impl Store for BackendStore {
         accounts::account_credential(&self.pool, &self.crypto, id).await
     }
 
-    async fn account_credential_as_of(&self, id: AccountId) -> StoreResult<(Option<Secret>, Timestamp)> {
+    async fn account_credential_as_of(&self, id: AccountId) -> StoreResult<StoredCredential> {
         accounts::account_credential_as_of(&self.pool, &self.crypto, id).await
     }
 

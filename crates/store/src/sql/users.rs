@@ -152,11 +152,14 @@ pub(super) async fn group_memberships(pool: &Pool<Db>) -> StoreResult<BTreeMap<G
 /// Replaces the members of `id` in one transaction: nobody sees half a list.
 pub(super) async fn set_group_members(pool: &Pool<Db>, id: GroupId, members: &[UserId]) -> StoreResult<()> {
     let mut tx = pool.begin_with(super::BEGIN_WRITE).await?;
-    let found: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE id = $1")
+    // A write that changes nothing locks the group's row (PostgreSQL; SQLite's write lock is taken
+    // already): two edits of one group's members run one after the other, and the later one's list
+    // is what stays, never a merge of both.
+    let locked = sqlx::query("UPDATE groups SET restricted = restricted WHERE id = $1")
         .bind(id.0)
-        .fetch_optional(&mut *tx)
+        .execute(&mut *tx)
         .await?;
-    if found.is_none() {
+    if locked.rows_affected() == 0 {
         return Err(StoreError::not_found("group", id));
     }
     sqlx::query("DELETE FROM group_members WHERE group_id = $1")

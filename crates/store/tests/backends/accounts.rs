@@ -79,6 +79,12 @@ async fn an_account_is_marked_failed_only_while_it_holds_the_refused_credential(
         store.account(account.id).await.unwrap().status,
         AccountStatus::Error
     );
+    // An account removed meanwhile is not marked, with its credential or without.
+    store.delete_account(account.id).await.unwrap();
+    for refused in [Some(&fresh), None] {
+        let marked = store.mark_account_failed(account.id, "401", refused).await;
+        assert!(matches!(marked, Ok(false)), "{marked:?}");
+    }
 }
 
 async fn a_new_base_url_and_its_credential_are_written_together(db: Arc<TestDb>) {
@@ -572,22 +578,31 @@ async fn a_credential_is_read_with_the_time_of_its_row(db: Arc<TestDb>) {
     let store = db.store.as_ref();
     let account = store
         .create_account(NewAccount {
+            base_url: Some("https://one.example/v1".into()),
             credential: Some(Secret::new("sk-one")),
             ..NewAccount::new("timed", AccountKind::Openai)
         })
         .await
         .unwrap();
-    let (credential, at) = store.account_credential_as_of(account.id).await.unwrap();
-    assert_eq!((credential.unwrap().expose(), at), ("sk-one", account.updated_at));
+    let read = store.account_credential_as_of(account.id).await.unwrap();
+    assert_eq!(read.credential.unwrap().expose(), "sk-one");
+    assert_eq!(read.base_url.as_deref(), Some("https://one.example/v1"));
+    assert_eq!(read.updated_at, account.updated_at);
     tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     let update = AccountUpdate {
+        base_url: Some(Some("https://two.example/v1".into())),
         credential: Some(Some(Secret::new("sk-two"))),
         ..AccountUpdate::default()
     };
     let updated = store.update_account(account.id, update).await.unwrap();
-    let (credential, at) = store.account_credential_as_of(account.id).await.unwrap();
-    assert_eq!((credential.unwrap().expose(), at), ("sk-two", updated.updated_at));
-    assert_ne!(at, account.updated_at, "a write moves the row's time");
+    let read = store.account_credential_as_of(account.id).await.unwrap();
+    assert_eq!(read.credential.unwrap().expose(), "sk-two");
+    assert_eq!(read.base_url.as_deref(), Some("https://two.example/v1"));
+    assert_eq!(read.updated_at, updated.updated_at);
+    assert_ne!(
+        read.updated_at, account.updated_at,
+        "a write moves the row's time"
+    );
     store.delete_account(account.id).await.unwrap();
     assert!(matches!(
         store.account_credential_as_of(account.id).await,

@@ -13,7 +13,8 @@ crate::on_every_backend!(
     replacing_the_members_is_all_or_nothing,
     every_group_s_members_come_in_one_list,
     a_database_from_before_group_access_keeps_every_group_open,
-    a_change_that_reads_first_waits_for_another_writer
+    a_change_that_reads_first_waits_for_another_writer,
+    the_later_of_two_member_edits_is_what_stays
 );
 
 async fn user(store: &Arc<dyn Store>, name: &str, is_admin: bool) -> User {
@@ -220,4 +221,36 @@ async fn a_change_that_reads_first_waits_for_another_writer(db: Arc<TestDb>) {
     other.await.unwrap();
     assert_eq!(store.group_members(vip.id).await.unwrap(), [carol.id]);
     assert!(store.group_by_name("other").await.unwrap().is_some());
+}
+
+async fn the_later_of_two_member_edits_is_what_stays(db: Arc<TestDb>) {
+    let store = &db.store;
+    let (carol, dave, erin) = (
+        user(store, "carol", false).await,
+        user(store, "dave", false).await,
+        user(store, "erin", false).await,
+    );
+    let vip = store.create_group("vip").await.unwrap();
+    store.set_group_members(vip.id, &[carol.id]).await.unwrap();
+    // One admin sets the members to {dave}, as `set_group_members` does it, and commits 400 ms
+    // later; another sets them to {erin} meanwhile. The later edit's list is what stays.
+    let (id, dave_id) = (vip.id.0, dave.id.0);
+    let sql = match db.kind {
+        crate::common::Kind::Postgres => format!(
+            "WITH locked AS (UPDATE groups SET restricted = restricted WHERE id = {id} RETURNING id), \
+             removed AS (DELETE FROM group_members WHERE group_id IN (SELECT id FROM locked)) \
+             INSERT INTO group_members (group_id, user_id) SELECT id, {dave_id} FROM locked"
+        ),
+        crate::common::Kind::Sqlite => format!(
+            "DELETE FROM group_members WHERE group_id = {id}; \
+             INSERT INTO group_members (group_id, user_id) VALUES ({id}, {dave_id})"
+        ),
+    };
+    let sql: &'static str = Box::leak(sql.into_boxed_str());
+    let first = db
+        .write_meanwhile(sql, std::time::Duration::from_millis(400))
+        .await;
+    store.set_group_members(vip.id, &[erin.id]).await.unwrap();
+    first.await.unwrap();
+    assert_eq!(store.group_members(vip.id).await.unwrap(), [erin.id]);
 }

@@ -295,6 +295,20 @@ async fn key_updates_and_touches(db: Arc<TestDb>) {
     assert_eq!(moved.name, "renamed");
     let auth = store.authenticate(created.key.expose()).await.unwrap().unwrap();
     assert_eq!(auth.group_id, team.id);
+    // Not into a group closed to the key's user, as it could not have been made there.
+    let vip = store.create_group("vip").await.unwrap();
+    store.set_group_restricted(vip.id, true).await.unwrap();
+    let closed = store
+        .update_key(
+            id,
+            KeyUpdate {
+                group_id: Some(vip.id),
+                ..KeyUpdate::default()
+            },
+        )
+        .await;
+    assert!(matches!(closed, Err(StoreError::Forbidden(_))), "{closed:?}");
+    assert_eq!(store.key(id).await.unwrap().group_id, team.id);
 
     assert_eq!(created.record.last_used_at, None);
     let at = |ms| KeyUse {
