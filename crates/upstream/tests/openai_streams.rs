@@ -135,6 +135,32 @@ async fn a_json_answer_to_a_stream_request_is_a_protocol_failure() {
 }
 
 #[tokio::test]
+async fn a_json_error_answering_a_stream_request_is_classified_like_an_error_event() {
+    let server = MockServer::start().await;
+    let limited = json!({"error": {"message": "Rate limit reached. Please try again in 20s.",
+        "type": "requests", "param": null, "code": "rate_limit_exceeded"}});
+    Mock::given(path("/v1/images/generations"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(limited))
+        .mount(&server)
+        .await;
+    let params = generation(ImageParamsDraft {
+        stream: Some(true),
+        ..prompt_only("a cat")
+    });
+    let failure = generate(&server, &params).await.unwrap_err();
+    assert!(
+        matches!(
+            failure.kind,
+            FailureKind::RateLimited {
+                reset_at_unix_ms: Some(_),
+                ..
+            }
+        ),
+        "{failure:?}"
+    );
+}
+
+#[tokio::test]
 async fn responses_streams_are_relayed_untouched() {
     let server = MockServer::start().await;
     let frames = [

@@ -252,9 +252,27 @@ pub(crate) async fn send(
         return Err(classify_response(status, &headers, &body, now_unix_ms()));
     }
     if is_stream && content_type_is_json(&response) {
-        return Err(Failure::protocol("the upstream answered JSON to a stream request").with_status(status));
+        let headers = response.headers().clone();
+        let body = read_error_body(response, config.max_error_body_bytes, deadline).await?;
+        return Err(json_instead_of_stream(status, &headers, &body));
     }
     Ok(response)
+}
+
+/// The failure a JSON answer to a stream request stands for: the error it carries, as an error
+/// event of the stream would (a relay in front of the upstream that reports a rate limit or a
+/// refusal with a 200, say), else an unusable answer.
+fn json_instead_of_stream(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure {
+    let unusable = || Failure::protocol("the upstream answered JSON to a stream request").with_status(status);
+    let Ok(serde_json::Value::Object(mut answer)) = serde_json::from_slice(body) else {
+        return unusable();
+    };
+    match answer.remove("error") {
+        Some(serde_json::Value::Object(error)) => {
+            crate::failure::classify_error_object(None, &error, headers, now_unix_ms()).with_status(status)
+        }
+        _ => unusable(),
+    }
 }
 
 /// Reads a success body whole, failing past `max_bytes` or the deadline.
