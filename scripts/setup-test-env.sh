@@ -6,7 +6,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 OPENAI_SDK_VERSION="3.54.0"
 
 say() { printf '[setup] %s\n' "$*"; }
-# Root's steps (apt, the Redis directories) run through sudo for another user.
+# Root's steps (apt) run through sudo for another user.
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 # apt waits for another apt (unattended upgrades on a fresh machine) and retries a failed download.
 apt_get() {

@@ -490,8 +490,6 @@ async fn a_known_path_asked_with_another_method_gets_the_error_envelope() {
         (reqwest::Method::PUT, "/v1/images/edits"),
         (reqwest::Method::DELETE, "/v1/responses"),
         (reqwest::Method::POST, "/healthz"),
-        (reqwest::Method::PUT, "/keys"),
-        (reqwest::Method::DELETE, "/login"),
     ] {
         let response = s
             .client
@@ -509,6 +507,24 @@ async fn a_known_path_asked_with_another_method_gets_the_error_envelope() {
             body["error"]["message"],
             format!("Invalid method for URL ({method} {path}).")
         );
+    }
+    // The console's pages answer with a page of their own, with the console's security headers.
+    for (method, path) in [
+        (reqwest::Method::PUT, "/keys"),
+        (reqwest::Method::DELETE, "/login"),
+    ] {
+        let response = s
+            .client
+            .request(method.clone(), format!("{}{path}", s.gateway.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method} {path}");
+        let headers = response.headers();
+        assert!(headers.contains_key("x-request-id"));
+        assert!(headers.contains_key("content-security-policy"), "{headers:?}");
+        assert!(headers["content-type"].to_str().unwrap().starts_with("text/html"));
+        assert!(response.text().await.unwrap().contains("Method not allowed"));
     }
 }
 
@@ -640,10 +656,32 @@ async fn a_refused_request_records_its_model_clipped() {
         let response = s.post_json(path, body).send().await.unwrap();
         assert!(response.status().is_client_error(), "{path}");
     }
-    let records = s.usage_at_least(2).await;
+    // An edit refused for its size, before its file is read, records the model it asked for too.
+    let form = reqwest::multipart::Form::new()
+        .text("model", "gpt-image-2")
+        .text("size", "4096x4096")
+        .text("prompt", "x")
+        .part(
+            "image",
+            reqwest::multipart::Part::bytes(imagegate_e2e::png_rgb(64, 64))
+                .file_name("a.png")
+                .mime_str("image/png")
+                .unwrap(),
+        );
+    let response = s
+        .client
+        .post(s.gateway.v1("/images/edits"))
+        .bearer_auth(&s.key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let records = s.usage_at_least(3).await;
     let models: Vec<&str> = records.iter().map(|r| r["model"].as_str().unwrap()).collect();
     assert!(models.contains(&"m".repeat(256).as_str()), "{models:?}");
     assert!(models.contains(&"é".repeat(128).as_str()), "{models:?}");
+    assert!(models.contains(&"gpt-image-2"), "{models:?}");
 }
 
 #[tokio::test]

@@ -37,6 +37,9 @@ pub enum ConsoleError {
     /// Too many sign-ins are waiting for their password checks.
     #[error("too many sign-ins at once")]
     Busy,
+    /// A page asked with a method it does not take.
+    #[error("method not allowed")]
+    MethodNotAllowed,
 }
 
 #[derive(Template)]
@@ -83,6 +86,11 @@ impl ConsoleError {
             ),
             Self::Store(StoreError::Forbidden(detail)) => (StatusCode::FORBIDDEN, "Not allowed", detail.clone()),
             Self::BadRequest(detail) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
+            Self::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Method not allowed",
+                "This page does not take that kind of request.".to_owned(),
+            ),
             Self::Store(StoreError::Invalid(detail)) => (StatusCode::BAD_REQUEST, "Bad request", detail.clone()),
             Self::Busy => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -148,6 +148,9 @@ pub fn router(state: ConsoleState) -> Router {
             state.clone(),
             csrf::require_token,
         ))
+        // After the CSRF check (a method no page takes has no form to check), before the security
+        // headers, which its page gets like every page.
+        .method_not_allowed_fallback(|| async { ConsoleError::MethodNotAllowed })
         .route("/assets/style.css", get(assets::stylesheet))
         .route("/assets/console.js", get(assets::script))
         .layer(axum::middleware::from_fn(headers::security_headers))

@@ -457,3 +457,16 @@ async fn the_form_offers_the_group_of_the_newest_key_first() {
     assert!(page.body.contains(&selected(demo.id)), "{}", page.body);
     assert!(!page.body.contains(&selected(default.id)));
 }
+
+#[tokio::test]
+async fn a_page_asked_with_another_method_is_a_405_page() {
+    let console = Console::new().await;
+    let request = axum::http::Request::builder()
+        .method("PUT")
+        .uri("/keys")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let reply = console.send(request).await;
+    assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{}", reply.body);
+    assert!(reply.body.contains("Method not allowed"), "{}", reply.body);
+}

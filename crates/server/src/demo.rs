@@ -43,17 +43,9 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     let demo = prepare(&store, sim_addr).await?;
     let data_dir = config.data_dir.clone();
     let banner = |addr| print_banner(addr, &demo, &data_dir);
-    let serving = async {
-        let result = crate::serve::run(config, Arc::clone(&store), shutdown.clone(), banner).await;
-        shutdown.cancel();
-        result
-    };
-    // As the gateway begins to stop (its store is closed once it has), no longer at its end.
-    let retiring = async {
-        shutdown.cancelled().await;
-        retire(&store, &demo).await;
-    };
-    let (result, ()) = tokio::join!(serving, retiring);
+    // Once the gateway has drained, before it closes the store.
+    let retiring = retire(&store, &demo);
+    let result = crate::serve::run(config, Arc::clone(&store), shutdown, banner, retiring).await;
     sim_stop.cancel();
     let _ = sim.await;
     result
@@ -186,7 +178,7 @@ or with the official Python SDK (pip install openai):
 
 Usage records, from another terminal in the checkout:
 
-  cargo run --release -p imagegate -- --data-dir {data_dir} usage list
+  cargo run --release -p imagegate -- --data-dir '{data_dir}' usage list
 
 The key and the password work until the demo stops (Ctrl-C).
 "#

@@ -57,7 +57,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         Command::Serve(_) => {
             let store = serve::open_store(&config).await.map_err(|e| e.to_string())?;
             let shutdown = tokio_util::sync::CancellationToken::new();
-            serve::run(config, store, shutdown, |_| {})
+            serve::run(config, store, shutdown, |_| {}, std::future::ready(()))
                 .await
                 .map_err(|e| e.to_string())
         }

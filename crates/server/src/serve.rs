@@ -1,5 +1,6 @@
 //! Starting and stopping the gateway.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -146,12 +147,14 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 
 /// Serves until `shutdown` resolves or a SIGINT/SIGTERM arrives, then drains in-flight requests
 /// (bounded by the configured grace) and flushes usage records.
-/// `on_ready` is called with the bound address once the gateway accepts connections.
+/// `on_ready` is called with the bound address once the gateway accepts connections;
+/// `before_close` runs once the usage records are flushed, before the store closes.
 pub async fn run(
     config: Config,
     store: Arc<dyn Store>,
     shutdown: CancellationToken,
     on_ready: impl FnOnce(std::net::SocketAddr),
+    before_close: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let clock = Arc::new(SystemClock);
     let dispatch_config = config.dispatch_config();
@@ -232,7 +235,7 @@ pub async fn run(
         reason = "ends on the shutdown token; awaited before the usage writer is shut down"
     )]
     let refresher = tokio::spawn(refresh_accounts(state.clone(), shutdown.clone()));
-    spawn_signal_listener(signals, shutdown.clone());
+    spawn_signal_listener(signals, shutdown.clone(), config.data_dir.clone());
     let app = crate::http::router(state.clone());
     let server = crate::http_server::serve(listener, app, config.timeouts.client_idle(), shutdown.clone());
     let grace = config.timeouts.shutdown_grace();
@@ -281,6 +284,7 @@ pub async fn run(
         }
         Err(err) => tracing::error!(error = %err, "usage records could not all be written"),
     }
+    before_close.await;
     store.close().await;
     Ok(())
 }
@@ -310,7 +314,7 @@ async fn refresh_accounts(state: Arc<AppState>, shutdown: CancellationToken) {
 
 /// Cancels `shutdown` on SIGINT or SIGTERM; a second one, while the gateway drains, ends the
 /// process at once (an operator who presses Ctrl-C again does not want to wait out the grace).
-fn spawn_signal_listener(mut signals: ShutdownSignals, shutdown: CancellationToken) {
+fn spawn_signal_listener(mut signals: ShutdownSignals, shutdown: CancellationToken, data_dir: PathBuf) {
     #[expect(
         clippy::disallowed_methods,
         reason = "it cancels the shutdown token, then waits for a second signal until the process ends"
@@ -325,8 +329,10 @@ fn spawn_signal_listener(mut signals: ShutdownSignals, shutdown: CancellationTok
         }
         let code = signals.received().await;
         tracing::warn!(
-            "second shutdown signal received; stopping without waiting for the requests in flight"
+            "second shutdown signal received; stopping without waiting for the requests in flight \
+             (their usage records, and those not yet written, are lost)"
         );
+        crate::control::remove(&data_dir);
         std::process::exit(code);
     });
 }

@@ -98,7 +98,7 @@ impl UploadData {
         }))
     }
 
-    /// The whole file in memory (for transports that must embed it, e.g. as base64).
+    /// The whole file in memory (for tests and tools; the transports stream it with [`Self::stream`]).
     pub async fn to_bytes(&self) -> io::Result<Bytes> {
         match self {
             Self::Memory(bytes) => Ok(bytes.clone()),

@@ -97,8 +97,14 @@ pub async fn edits(
         Err(err) => return fail(usage, err.into()),
     };
     let body: Body = request.into_body();
-    let fields_so_far =
-        |draft: &_| imagegate_domain::check_edit_so_far(draft, &app.catalog).map_err(ApiError::from);
+    // The model asked for, kept for the record of a form refused before its end.
+    let model_so_far = parking_lot::Mutex::new(None::<String>);
+    let fields_so_far = |draft: &imagegate_domain::ImageParamsDraft| {
+        if let Some(model) = &draft.model {
+            model_so_far.lock().get_or_insert_with(|| model.clone());
+        }
+        imagegate_domain::check_edit_so_far(draft, &app.catalog).map_err(ApiError::from)
+    };
     let decoded = imagegate_codec::multipart::decode_edit_checked(
         body.into_data_stream(),
         &boundary,
@@ -107,7 +113,12 @@ pub async fn edits(
     );
     let form = match decoded.await {
         Ok(form) => form,
-        Err(err) => return fail(usage, err.into()),
+        Err(err) => {
+            if let Some(model) = model_so_far.lock().take() {
+                usage.model(&model);
+            }
+            return fail(usage, err.into());
+        }
     };
     if let Some(model) = &form.draft.model {
         usage.model(model);

@@ -62,10 +62,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(misc::readyz))
         .route("/metrics", get(misc::metrics))
         .route("/internal/pool", get(internal::pool))
-        .with_state(state)
-        .merge(imagegate_console::router(console))
-        // After the merge: it applies only to the routes already there (the console's too).
         .method_not_allowed_fallback(misc::method_not_allowed)
+        .with_state(state)
+        // The console answers a method its pages do not take itself (an HTML page, with its
+        // security headers).
+        .merge(imagegate_console::router(console))
         .fallback(misc::not_found)
         .layer(axum::middleware::from_fn(request_id::layer))
 }
