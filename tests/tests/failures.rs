@@ -551,6 +551,57 @@ async fn a_stream_its_client_left_keeps_the_keys_slot_until_the_upstream_ends() 
 }
 
 #[tokio::test]
+async fn an_upload_holds_its_keys_slot_and_a_key_at_its_limit_is_refused_before_its_upload() {
+    let s = setup();
+    let one_at_a_time = imagegate_e2e::admin(
+        s.dir.path(),
+        &[
+            "keys",
+            "create",
+            "--user",
+            "alice",
+            "--name",
+            "one",
+            "--max-concurrency",
+            "1",
+        ],
+    )
+    .trim()
+    .to_owned();
+    // An edit whose upload starts and then stalls: the form's fields and the start of a file.
+    use futures::StreamExt as _;
+    let stalled_upload = |boundary: &'static str| {
+        let head = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ngpt-image-2\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nx\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n\
+             Content-Type: image/png\r\n\r\n\u{89}PNG\r\n"
+        );
+        let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(head))])
+            .chain(futures::stream::pending());
+        s.client
+            .post(s.gateway.v1("/images/edits"))
+            .bearer_auth(&one_at_a_time)
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(reqwest::Body::wrap_stream(body))
+            .send()
+    };
+    let first = tokio::spawn(stalled_upload("first-boundary"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The second is answered while its own upload has not ended either.
+    let second = tokio::time::timeout(Duration::from_secs(10), stalled_upload("second-boundary"))
+        .await
+        .expect("answered before its upload ended")
+        .unwrap();
+    assert_eq!(second.status(), 429, "the key's one slot is the first upload's");
+    assert!(second.headers().contains_key("retry-after"));
+    first.abort();
+}
+
+#[tokio::test]
 async fn a_client_that_leaves_during_the_upstream_call_is_recorded_with_its_account() {
     let s = setup();
     s.sim_fault(json!({"fault": "stall", "stall_ms": 3000})).await;

@@ -19,7 +19,7 @@ use crate::http::auth::Caller;
 use crate::http::error::HttpError;
 use crate::http::json_keepalive;
 use crate::http::request_id::RequestId;
-use crate::http::serve_call::{ImageCall, serve_images};
+use crate::http::serve_call::{ImageCall, admit, serve_images};
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
 
@@ -45,8 +45,21 @@ pub async fn generations(
         Ok(keepalive) => keepalive,
         Err(err) => return fail(usage, err),
     };
+    let permit = match admit(&app, &caller).await {
+        Ok(permit) => permit,
+        Err(err) => return fail(usage, err),
+    };
     json_keepalive::answer(keepalive, async move {
-        serve_images(&app, &caller, &params, ImageCall::Generate, usage, fallback).await
+        serve_images(
+            &app,
+            &caller,
+            &params,
+            ImageCall::Generate,
+            usage,
+            fallback,
+            permit,
+        )
+        .await
     })
     .await
 }
@@ -96,6 +109,12 @@ pub async fn edits(
         Ok(boundary) => boundary,
         Err(err) => return fail(usage, err.into()),
     };
+    // The key's limits before the upload, which they bound too: a key at its limit is refused
+    // before it sends megabytes, and an upload in progress holds its slot.
+    let permit = match admit(&app, &caller).await {
+        Ok(permit) => permit,
+        Err(err) => return fail(usage, err),
+    };
     let body: Body = request.into_body();
     // The model asked for, kept for the record of a form refused before its end.
     let model_so_far = parking_lot::Mutex::new(None::<String>);
@@ -138,7 +157,7 @@ pub async fn edits(
             images: &form.images,
             mask: form.mask.as_ref(),
         };
-        serve_images(&app, &caller, &params, call, usage, fallback).await
+        serve_images(&app, &caller, &params, call, usage, fallback, permit).await
     })
     .await
 }

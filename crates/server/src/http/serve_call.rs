@@ -60,6 +60,7 @@ impl<'f> ImageCall<'f> {
 
 /// Serves an images request, walking the fallback ladder when it is enabled and the request
 /// keeps failing upstream.
+/// `permit` is the caller's key's, from [`admit`].
 pub async fn serve_images(
     app: &AppState,
     caller: &AuthContext,
@@ -67,11 +68,8 @@ pub async fn serve_images(
     call: ImageCall<'_>,
     mut usage: UsageRecorder,
     fallback_enabled: bool,
+    permit: Option<KeyPermit>,
 ) -> Response {
-    let permit = match admit(app, caller).await {
-        Ok(permit) => permit,
-        Err(err) => return fail(usage, err),
-    };
     // One deadline for the request, the asked size's, shared by the ladder's rungs: a cheaper
     // try gets what the failed ones left, so the ladder never outlasts what the client expects.
     let mut deadline = deadline(app, params.size_class());
@@ -138,7 +136,8 @@ pub async fn serve(
 }
 
 /// Applies the key's own concurrency and requests-per-minute limits.
-async fn admit(app: &AppState, caller: &AuthContext) -> Result<Option<KeyPermit>, HttpError> {
+/// Takes a slot of the caller's key's limits (concurrency, requests per minute), or answers why not.
+pub async fn admit(app: &AppState, caller: &AuthContext) -> Result<Option<KeyPermit>, HttpError> {
     let limits = KeyLimits {
         max_concurrency: caller.limits.max_concurrency,
         requests_per_minute: caller.limits.rpm,
