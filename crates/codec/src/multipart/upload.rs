@@ -235,10 +235,18 @@ fn unsupported(name: &str) -> ApiError {
     .into()
 }
 
-/// The gateway could not write or read its temporary file: its own failure (a 500), not the
-/// client's. The I/O error is not shown to the client (it may name server paths).
-fn spill_error(_err: io::Error) -> ApiError {
-    ApiError::internal()
+/// The gateway could not write or read its temporary file: its own failure, not the client's, and
+/// logged for the operator. A full disk (or quota) passes: a 503 the SDKs retry. Anything else is a
+/// 500. The I/O error is not shown to the client (it may name server paths).
+fn spill_error(err: io::Error) -> ApiError {
+    tracing::error!(error = %err, "an upload could not be kept in a temporary file");
+    match err.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => ApiError::new(
+            imagegate_domain::ErrorKind::Overloaded,
+            "The gateway has no room left for uploads at the moment; retry shortly.",
+        ),
+        _ => ApiError::internal(),
+    }
 }
 
 impl std::fmt::Debug for UploadedImage {
@@ -265,5 +273,21 @@ impl std::fmt::Debug for UploadData {
             Self::Memory(bytes) => write!(f, "<{} bytes in memory>", bytes.len()),
             Self::Spilled(file) => write!(f, "<{} bytes on disk>", file.len),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_a_503_to_retry_and_other_failures_a_500() {
+        let full = spill_error(io::Error::from(io::ErrorKind::StorageFull));
+        assert_eq!((full.status(), full.code()), (503, Some("overloaded")));
+        let quota = spill_error(io::Error::from(io::ErrorKind::QuotaExceeded));
+        assert_eq!(quota.status(), 503);
+        let other = spill_error(io::Error::other("disk on fire at /var/tmp/x"));
+        assert_eq!(other.status(), 500);
+        assert!(!other.message.contains("/var/tmp"), "{}", other.message);
     }
 }
