@@ -450,3 +450,41 @@ async fn fields_that_break_a_rule_fail_before_the_files_after_them_are_read() {
     assert_eq!(read.images.len(), 1);
     assert_eq!(read.draft.partial_images, Some(2));
 }
+
+#[tokio::test]
+async fn a_spilled_upload_has_no_name_and_reads_the_same_from_any_number_of_readers() {
+    // Past the spill threshold (bytes after IEND are the file's own, the header says what it is).
+    let mut file = support::png_rgb(64, 64);
+    file.extend((0..600_000u32).map(|i| (i % 251) as u8));
+    let dir = tempfile::tempdir().unwrap();
+    let limits = EditLimits {
+        spill_dir: Some(dir.path().to_owned()),
+        ..EditLimits::default()
+    };
+    let (boundary, body) = Form::new()
+        .text("prompt", "p")
+        .file("image", "a.png", "image/png", &file)
+        .finish();
+    let form = decode_edit_with_limits(support::chunked(body, 7 * 1024), &boundary, limits)
+        .await
+        .unwrap();
+    let data = &form.images[0].data;
+    assert!(data.is_spilled());
+    assert_eq!(form.images[0].info.byte_len, file.len() as u64);
+    // Nothing to leave behind if the process is killed: the file has no name in its directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // Two readers at once (a try and the next) each read the whole file from its start.
+    async fn read(data: &imagegate_codec::multipart::UploadData) -> Vec<u8> {
+        let stream = data.stream().unwrap();
+        let chunks: Vec<Bytes> = futures::StreamExt::collect::<Vec<_>>(stream)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        chunks.concat()
+    }
+    let (a, b) = tokio::join!(read(data), read(data));
+    assert_eq!(a, file);
+    assert_eq!(b, file);
+    assert_eq!(data.to_bytes().await.unwrap(), Bytes::from(file));
+}

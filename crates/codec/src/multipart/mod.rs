@@ -36,8 +36,8 @@ pub struct EditForm {
     pub mask: Option<UploadedImage>,
 }
 
-/// Bounds applied while reading the form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Bounds applied while reading the form, and where its large files wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EditLimits {
     /// Most images accepted.
     pub max_images: usize,
@@ -45,6 +45,9 @@ pub struct EditLimits {
     pub max_file_bytes: u64,
     /// Largest text field, in bytes.
     pub max_text_bytes: usize,
+    /// The directory of the temporary files of uploads over [`SPILL_THRESHOLD`] (`None`: the
+    /// system's, `TMPDIR`).
+    pub spill_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for EditLimits {
@@ -53,6 +56,7 @@ impl Default for EditLimits {
             max_images: MAX_EDIT_IMAGES,
             max_file_bytes: MAX_FILE_BYTES,
             max_text_bytes: 1024 * 1024,
+            spill_dir: None,
         }
     }
 }
@@ -143,7 +147,7 @@ where
                         ..err
                     });
                 }
-                let (info, data) = read_file(&mut field, &name, limits.max_file_bytes).await?;
+                let (info, data) = read_file(&mut field, &name, &limits).await?;
                 images.push((
                     index,
                     UploadedImage {
@@ -158,7 +162,7 @@ where
                 if mask.is_some() {
                     return Err(duplicate(&name));
                 }
-                let (info, data) = read_file(&mut field, &name, limits.max_file_bytes).await?;
+                let (info, data) = read_file(&mut field, &name, &limits).await?;
                 mask = Some(UploadedImage {
                     field: name,
                     filename,

@@ -1,6 +1,9 @@
 //! One uploaded file of an edit form, and how it is read from the request: files up to
 //! [`SPILL_THRESHOLD`] bytes stay in memory; larger files are written to a temporary file as they
-//! arrive, so a request's memory does not grow with the size of its images.
+//! arrive, so a request's memory does not grow with the size of its images. The temporary file has
+//! no name (`O_TMPFILE` where the file system has it, else unlinked at once): the system frees it
+//! with its last descriptor, even when the gateway is killed. It is read back with positioned reads,
+//! so every reader (a try, the next try) starts from its own offset.
 //!
 //! Validation does not wait for the disk: the size limit is enforced on the running length, the
 //! format is sniffed from the first bytes, and the header (dimensions, alpha) is read from the
@@ -12,7 +15,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use imagegate_domain::{ImageInfo, RequestError};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::error::ApiError;
 use crate::image_header::{self, HeaderError, MAGIC_LEN};
@@ -51,8 +54,41 @@ pub enum UploadData {
 
 /// A temporary file holding one upload.
 pub struct SpilledFile {
-    file: tempfile::NamedTempFile,
+    file: std::fs::File,
     len: u64,
+}
+
+impl SpilledFile {
+    /// Up to `len` bytes from `offset` (fewer at the end of the file), read on a blocking thread.
+    async fn read_at(self: &Arc<Self>, offset: u64, len: usize) -> io::Result<Bytes> {
+        let spilled = Arc::clone(self);
+        let read = tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0u8; len];
+            let mut filled = 0;
+            while filled < len {
+                let at = offset + filled as u64;
+                match read_at(&spilled.file, &mut buf[filled..], at) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            buf.truncate(filled);
+            Ok(Bytes::from(buf))
+        });
+        read.await.map_err(io::Error::other)?
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
 impl UploadData {
@@ -75,25 +111,33 @@ impl UploadData {
     }
 
     /// The whole file from its start, in chunks of at most 64 KiB for a spilled file. Each call
-    /// opens the file anew, so the same upload can be sent again (to another account).
+    /// reads from the start, so the same upload can be sent again (to another account), and
+    /// readers do not disturb each other.
     pub fn stream(&self) -> io::Result<impl Stream<Item = io::Result<Bytes>> + Send + 'static> {
         let source = match self {
             Self::Memory(bytes) => Source::Memory(Some(bytes.clone())),
-            Self::Spilled(spilled) => Source::File(tokio::fs::File::from_std(spilled.file.reopen()?)),
+            Self::Spilled(spilled) => Source::File(Arc::clone(spilled), 0),
         };
         Ok(futures::stream::unfold(source, |source| async move {
             match source {
                 Source::Memory(bytes) => bytes
                     .filter(|b| !b.is_empty())
                     .map(|b| (Ok(b), Source::Memory(None))),
-                Source::File(mut file) => {
-                    let mut buf = BytesMut::with_capacity(READ_CHUNK);
-                    match file.read_buf(&mut buf).await {
-                        Ok(0) => None,
-                        Ok(_) => Some((Ok(buf.freeze()), Source::File(file))),
-                        Err(err) => Some((Err(err), Source::Memory(None))),
+                Source::File(spilled, offset) if offset >= spilled.len => None,
+                Source::File(spilled, offset) => match spilled.read_at(offset, READ_CHUNK).await {
+                    Ok(chunk) if chunk.is_empty() => {
+                        let short = io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "an upload's temporary file is short",
+                        );
+                        Some((Err(short), Source::Memory(None)))
                     }
-                }
+                    Ok(chunk) => {
+                        let next = offset + chunk.len() as u64;
+                        Some((Ok(chunk), Source::File(spilled, next)))
+                    }
+                    Err(err) => Some((Err(err), Source::Memory(None))),
+                },
             }
         }))
     }
@@ -103,10 +147,8 @@ impl UploadData {
         match self {
             Self::Memory(bytes) => Ok(bytes.clone()),
             Self::Spilled(spilled) => {
-                let mut file = tokio::fs::File::from_std(spilled.file.reopen()?);
-                let mut all = Vec::with_capacity(usize::try_from(spilled.len).unwrap_or(0));
-                file.read_to_end(&mut all).await?;
-                Ok(Bytes::from(all))
+                let len = usize::try_from(spilled.len).map_err(io::Error::other)?;
+                spilled.read_at(0, len).await
             }
         }
     }
@@ -114,7 +156,7 @@ impl UploadData {
 
 enum Source {
     Memory(Option<Bytes>),
-    File(tokio::fs::File),
+    File(Arc<SpilledFile>, u64),
 }
 
 /// Reads one file part: refuses it once its running size reaches `limit` or when its first bytes
@@ -122,8 +164,9 @@ enum Source {
 pub(super) async fn read_file(
     field: &mut multer::Field<'_>,
     name: &str,
-    limit: u64,
+    limits: &super::EditLimits,
 ) -> Result<(ImageInfo, UploadData), ApiError> {
+    let limit = limits.max_file_bytes;
     let mut head = BytesMut::new();
     let mut spill: Option<Spill> = None;
     let mut len: u64 = 0;
@@ -142,7 +185,8 @@ pub(super) async fn read_file(
             None => {
                 head.extend_from_slice(&chunk);
                 if head.len() > SPILL_THRESHOLD {
-                    spill = Some(Spill::start(&head).await.map_err(spill_error)?);
+                    let dir = limits.spill_dir.as_deref();
+                    spill = Some(Spill::start(dir, &head).await.map_err(spill_error)?);
                 }
             }
         }
@@ -160,18 +204,17 @@ pub(super) async fn read_file(
             Ok((info, UploadData::Memory(bytes)))
         }
         Some(spill) => {
-            let spilled = spill.finish(len).await.map_err(spill_error)?;
+            let spilled = Arc::new(spill.finish(len).await.map_err(spill_error)?);
             let mut info = match image_header::sniff(&head) {
                 Err(HeaderError::Truncated(_)) => {
-                    let longer = read_prefix(&spilled, MAX_HEADER_SEARCH)
-                        .await
-                        .map_err(spill_error)?;
+                    let search = usize::try_from(MAX_HEADER_SEARCH.min(len)).unwrap_or(usize::MAX);
+                    let longer = spilled.read_at(0, search).await.map_err(spill_error)?;
                     sniff(name, &longer)?
                 }
                 other => other.map_err(|err| header_error(name, err))?,
             };
             info.byte_len = len;
-            Ok((info, UploadData::Spilled(Arc::new(spilled))))
+            Ok((info, UploadData::Spilled(spilled)))
         }
     }
 }
@@ -182,15 +225,21 @@ const SPILL_WRITE_BYTES: usize = 256 * 1024;
 
 /// A temporary file being written.
 struct Spill {
-    file: tempfile::NamedTempFile,
+    file: std::fs::File,
     writer: tokio::io::BufWriter<tokio::fs::File>,
 }
 
 impl Spill {
-    async fn start(head: &[u8]) -> io::Result<Self> {
-        let file = tempfile::Builder::new().prefix("imagegate-upload-").tempfile()?;
-        let mut writer =
-            tokio::io::BufWriter::with_capacity(SPILL_WRITE_BYTES, tokio::fs::File::from_std(file.reopen()?));
+    /// A new unnamed file in `dir` (the system's temporary directory when none), holding `head`.
+    async fn start(dir: Option<&std::path::Path>, head: &[u8]) -> io::Result<Self> {
+        let file = match dir {
+            Some(dir) => tempfile::tempfile_in(dir)?,
+            None => tempfile::tempfile()?,
+        };
+        let mut writer = tokio::io::BufWriter::with_capacity(
+            SPILL_WRITE_BYTES,
+            tokio::fs::File::from_std(file.try_clone()?),
+        );
         writer.write_all(head).await?;
         Ok(Self { file, writer })
     }
@@ -203,13 +252,6 @@ impl Spill {
         self.writer.flush().await?;
         Ok(SpilledFile { file: self.file, len })
     }
-}
-
-async fn read_prefix(spilled: &SpilledFile, max: u64) -> io::Result<Vec<u8>> {
-    let file = tokio::fs::File::from_std(spilled.file.reopen()?);
-    let mut prefix = Vec::new();
-    file.take(max).read_to_end(&mut prefix).await?;
-    Ok(prefix)
 }
 
 fn sniff(name: &str, bytes: &[u8]) -> Result<ImageInfo, ApiError> {
