@@ -498,3 +498,32 @@ async fn a_lease_whose_answer_timed_out_is_given_back() {
     accounts.sort_unstable();
     assert_eq!(accounts, ["a", "b", "c"]);
 }
+
+#[tokio::test]
+async fn a_half_open_breaker_takes_one_request_and_a_stale_breaker_end_is_ignored() {
+    let prefix = TestPrefix::new();
+    let clock = clock();
+    let specs = [AccountSpec::new("a", Tier::Pro, &["g"]).with_limits(1, 2)];
+    let pool = dispatcher(prefix.state(), &clock, no_wait(), &specs);
+    let transient = Outcome::Transient { detail: "502".into() };
+    for _ in 0..3 {
+        pool.record_outcome(&"a".into(), &transient).await.unwrap();
+    }
+    clock.advance(Duration::from_secs(31));
+    // Half-open: the probe goes, the next request waits for it.
+    let probe = pool.acquire(&image(SizeClass::Standard)).await.unwrap();
+    assert!(matches!(
+        pool.acquire(&image(SizeClass::Standard)).await,
+        Err(PoolError::AllBusy { .. })
+    ));
+    // A replica of an older version records the success that closes the breaker: it clears the
+    // cooldown and leaves the breaker's end it does not know about.
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{}acct:a:health", prefix.prefix))
+        .arg("ca")
+        .arg("")
+        .query(&mut sync_connection())
+        .unwrap();
+    let second = pool.acquire(&image(SizeClass::Standard)).await.unwrap();
+    drop((probe, second));
+}

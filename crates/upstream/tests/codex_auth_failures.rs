@@ -377,3 +377,121 @@ async fn a_refresh_whose_save_failed_is_refreshed_again_and_saved_over_the_crede
     generate(&upstream, &target).await.unwrap();
     assert_eq!(store.stored().unwrap()["access_token"], "at-3");
 }
+
+#[tokio::test]
+async fn a_refresh_refused_as_reused_waits_for_the_other_replicas_slow_save() {
+    // The other replica's token call and save take 5 s: longer than a plain refusal is rechecked.
+    let server = MockServer::start().await;
+    let store = Arc::new(Recorder::default());
+    let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
+    store.store(7, &first);
+    Mock::given(path("/oauth/token"))
+        .and(wiremock::matchers::body_json(grant("rt-1")))
+        .respond_with(ChangesTheStore {
+            store: store.clone(),
+            stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
+            answer: refresh_token_reused(),
+            later: Some(Duration::from_secs(5)),
+        })
+        .expect(1)
+        .mount(&server)
+        .await;
+    serves_one_image_to(&server, "at-2").await;
+    let target = codex_target(&server, first);
+    let reply = generate(&upstream_with(&server, &store), &target).await;
+    assert!(reply.is_ok(), "not unauthorized: {:?}", reply.err());
+}
+
+#[tokio::test]
+async fn a_silent_credential_store_does_not_hold_the_call() {
+    // The token is refreshed; reading and saving the credential never answer.
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(token_answer("at-2", Some("rt-2")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    serves_one_image_to(&server, "at-2").await;
+    let store = Arc::new(Recorder::default());
+    store.go_silent();
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30}),
+    );
+    let upstream = upstream_with(&server, &store);
+    let reply = tokio::time::timeout(Duration::from_secs(25), generate(&upstream, &target))
+        .await
+        .expect("the call did not wait on the store for good");
+    assert!(reply.is_ok(), "{:?}", reply.err());
+}
+
+#[tokio::test]
+async fn a_failed_refresh_is_not_tried_again_by_every_call_while_the_token_works() {
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/responses"))
+        .and(header("authorization", "Bearer at-1"))
+        .respond_with(image_stream())
+        .expect(2)
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30}),
+    );
+    let upstream = upstream_with(&server, &store);
+    generate(&upstream, &target).await.unwrap();
+    generate(&upstream, &target).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_proxy_page_from_the_token_endpoint_is_an_outage_not_a_refusal() {
+    let server = MockServer::start().await;
+    Mock::given(path("/oauth/token"))
+        .respond_with(ResponseTemplate::new(403).set_body_raw("<html>Just a moment...</html>", "text/html"))
+        .mount(&server)
+        .await;
+    let store = Arc::new(Recorder::default());
+    let expired = codex_target(
+        &server,
+        json!({"access_token": "at-9", "refresh_token": "rt-9", "expires_at": now() - 20}),
+    );
+    let failure = generate(&upstream_with(&server, &store), &expired)
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Transient, "{}", failure.message);
+    assert!(failure.message.contains("HTTP 403"), "{}", failure.message);
+}
+
+#[tokio::test]
+async fn a_new_sign_in_stored_with_only_a_refresh_token_is_refreshed_and_used() {
+    let server = MockServer::start().await;
+    let store = Arc::new(Recorder::default());
+    // The operator pasted a new sign-in (a refresh token alone); this process still holds the
+    // old credential, whose refresh token is dead.
+    store.store(7, &json!({"refresh_token": "rt-new"}));
+    Mock::given(path("/oauth/token"))
+        .and(wiremock::matchers::body_json(grant("rt-new")))
+        .respond_with(token_answer("at-new", Some("rt-newer")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/oauth/token"))
+        .and(wiremock::matchers::body_json(grant("rt-old")))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": "invalid_grant"})))
+        .expect(0)
+        .mount(&server)
+        .await;
+    serves_one_image_to(&server, "at-new").await;
+    let target = codex_target(
+        &server,
+        json!({"access_token": "at-old", "refresh_token": "rt-old", "expires_at": now() + 30}),
+    );
+    let reply = generate(&upstream_with(&server, &store), &target).await;
+    assert!(reply.is_ok(), "{:?}", reply.err());
+}

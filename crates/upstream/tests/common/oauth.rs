@@ -24,11 +24,16 @@ pub struct Recorder {
     stored: Mutex<Option<(i64, Secret)>>,
     /// Saves still to fail (the database out of reach).
     failing: Mutex<u32>,
+    /// Whether reads and writes never answer (a database that went silent).
+    silent: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
 impl CredentialStore for Recorder {
     async fn save(&self, account_id: i64, previous: &Secret, credential: Secret) -> Result<bool, String> {
+        if self.silent.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         {
             let mut failing = self.failing.lock().unwrap();
             if *failing > 0 {
@@ -53,6 +58,9 @@ impl CredentialStore for Recorder {
     }
 
     async fn load(&self, account_id: i64) -> Result<Option<Secret>, String> {
+        if self.silent.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         let stored = self.stored.lock().unwrap();
         Ok(stored
             .as_ref()
@@ -62,6 +70,11 @@ impl CredentialStore for Recorder {
 }
 
 impl Recorder {
+    /// Makes every read and write hang from now on.
+    pub fn go_silent(&self) {
+        self.silent.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Makes the next `count` saves fail.
     pub fn fail_saves(&self, count: u32) {
         *self.failing.lock().unwrap() = count;

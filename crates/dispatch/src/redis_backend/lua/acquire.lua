@@ -96,7 +96,9 @@ while start < count do
         end
       else
         local used = in_flight(id, class)
-        local breaker = tonumber(health[4])
+        -- The breaker's end counts only while it is the cooldown stored beside it: a replica of
+        -- an older version, which writes no 'cb', may have replaced or cleared that cooldown.
+        local breaker = health[4] == health[2] and tonumber(health[4]) or nil
         local probing = breaker and breaker <= now and (used + in_flight(id, other)) > 0
         if used >= limit or probing then
           any_busy = true

@@ -46,9 +46,23 @@ const REPLACED_KEPT: usize = 8;
 const REFRESH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long a refused refresh looks for another replica's in the store before it counts as a
-/// refusal: the token endpoint refuses a reused refresh token at once, while the replica that
-/// used it first may still be waiting for its own answer, or saving it.
+/// refusal: a replica may have replaced the credential a moment ago.
 const REFUSAL_RECHECK: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The same when the refresh token was refused as used already: the replica that used it first
+/// may still be waiting for a slow token endpoint's answer, and then saving it. (A token used
+/// outside the gateway, by the same sign-in in another client, is never saved: the account is
+/// marked after this wait.)
+const REUSED_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long one read or write of the credential store may take: a database that stopped answering
+/// must not hold the account's lock (and every call of the account) for long.
+const STORE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// After a refresh failed for a reason other than a refusal, how long a token that is still
+/// valid is used without trying again: calls queued behind a slow token endpoint do not each wait
+/// out a refresh of their own.
+const RETRY_REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How often the store is read again meanwhile.
 const REFUSAL_RECHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -73,6 +87,29 @@ impl fmt::Debug for CodexAuth {
 #[derive(Default)]
 struct AccountSlot {
     cached: Arc<tokio::sync::Mutex<Option<Cached>>>,
+    /// When a refresh last failed for a reason other than a refusal, until one succeeds.
+    refresh_failed_at: Mutex<Option<tokio::time::Instant>>,
+}
+
+impl AccountSlot {
+    fn refresh_failed_recently(&self) -> bool {
+        let failed_at = *self
+            .refresh_failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        failed_at.is_some_and(|at| at.elapsed() < RETRY_REFRESH_AFTER)
+    }
+
+    fn note_refresh(&self, result: &Result<CodexCredential, RefreshError>) {
+        let mut failed_at = self
+            .refresh_failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *failed_at = match result {
+            Err(RefreshError::Refused { .. }) | Ok(_) => None,
+            Err(_) => Some(tokio::time::Instant::now()),
+        };
+    }
 }
 
 /// The account's cache, locked; owned, so that a refresh task can hold it.
@@ -208,8 +245,14 @@ impl CodexAuth {
         if !credential.expires_within(now, skew) || credential.refresh_token.is_none() {
             return Ok(credential);
         }
+        // A refresh failed a moment ago and the token still works: no call waits for another.
+        if !credential.is_expired(now) && slot.refresh_failed_recently() {
+            return Ok(credential);
+        }
         let context = "refreshing the expiring access token failed";
-        match self.refresh(cached, session, &credential, deadline).await {
+        let refreshed = self.refresh(cached, session, &credential, deadline).await;
+        slot.note_refresh(&refreshed);
+        match refreshed {
             Ok(fresh) => Ok(fresh),
             Err(error) if !matches!(error, RefreshError::Refused { .. }) && !credential.is_expired(now) => {
                 tracing::warn!(
@@ -239,12 +282,12 @@ impl CodexAuth {
         if credential.access_token != refused_token {
             return Ok(credential);
         }
-        self.refresh(cached, session, &credential, deadline)
-            .await
-            .map_err(|error| {
-                let context = "the upstream refused the access token (HTTP 401) and refreshing it failed";
-                error.into_failure(context, deadline)
-            })
+        let refreshed = self.refresh(cached, session, &credential, deadline).await;
+        slot.note_refresh(&refreshed);
+        refreshed.map_err(|error| {
+            let context = "the upstream refused the access token (HTTP 401) and refreshing it failed";
+            error.into_failure(context, deadline)
+        })
     }
 
     /// Refreshes `credential` with the account's lock held, caches the result and saves it to
@@ -325,7 +368,12 @@ impl Refresh {
             // Refused because another replica used the refresh token meanwhile? Then its
             // refresh is in the store, or soon will be.
             Err(error @ RefreshError::Refused { .. }) => {
-                return match self.stored_elsewhere_soon(&from).await {
+                let recheck = if error.used_elsewhere() {
+                    REUSED_RECHECK
+                } else {
+                    REFUSAL_RECHECK
+                };
+                return match self.stored_elsewhere_soon(&from, recheck).await {
                     Some((current, credential)) => Ok(self.adopt(current, credential, &from)),
                     None => Err(error),
                 };
@@ -339,17 +387,26 @@ impl Refresh {
             expires_at = fresh.expires_at,
             "access token refreshed"
         );
-        if let Some(store) = self.store.clone() {
-            self.save(store.as_ref(), &from, saved).await;
+        if let Some(store) = self.store.clone()
+            && tokio::time::timeout(2 * STORE_LIMIT, self.save(store.as_ref(), &from, saved))
+                .await
+                .is_err()
+        {
+            tracing::warn!(
+                account_id,
+                "the store did not take the refreshed credential in time; this process keeps using it"
+            );
         }
         Ok(fresh)
     }
 
     /// The account's stored credential with what it reads as, if it is no longer `from` (another
-    /// replica refreshed it, or an operator replaced it) and can still be used.
+    /// replica refreshed it, or an operator replaced it) and can still be used: its access token
+    /// is valid, or it has a refresh token (an operator's new sign-in may hold only that).
     async fn stored_elsewhere(&self, from: &Secret) -> Option<(Secret, CodexCredential)> {
         let store = self.store.as_ref()?;
-        let loaded = timeout_at(self.deadline.at, store.load(self.account_id)).await;
+        let limit = self.deadline.at.min(tokio::time::Instant::now() + STORE_LIMIT);
+        let loaded = timeout_at(limit, store.load(self.account_id)).await;
         let current = match loaded {
             // Not one this process replaced itself (its save of the refresh may have failed).
             Ok(Ok(Some(current))) if current != *from && !self.replaced_here(&current) => current,
@@ -364,20 +421,28 @@ impl Refresh {
             }
         };
         let credential = CodexCredential::parse(&current).ok()?;
-        (!credential.is_expired(now_seconds())).then_some((current, credential))
+        let usable = !credential.is_expired(now_seconds()) || credential.refresh_token.is_some();
+        usable.then_some((current, credential))
     }
 
-    /// [`Refresh::stored_elsewhere`], read again for up to [`REFUSAL_RECHECK`] while it finds
-    /// nothing new.
-    async fn stored_elsewhere_soon(&self, from: &Secret) -> Option<(Secret, CodexCredential)> {
+    /// [`Refresh::stored_elsewhere`] with a valid access token, read again for up to `recheck`
+    /// while it finds nothing new.
+    async fn stored_elsewhere_soon(
+        &self,
+        from: &Secret,
+        recheck: std::time::Duration,
+    ) -> Option<(Secret, CodexCredential)> {
         self.store.as_ref()?;
-        let until = tokio::time::Instant::now() + REFUSAL_RECHECK;
+        let until = tokio::time::Instant::now() + recheck;
         loop {
-            if let Some(found) = self.stored_elsewhere(from).await {
+            if let Some(found) = self.stored_elsewhere(from).await
+                && !found.1.is_expired(now_seconds())
+            {
                 return Some(found);
             }
+            // Past the refresh's own deadline too: the other replica's may take as long.
             let next = tokio::time::Instant::now() + REFUSAL_RECHECK_EVERY;
-            if next > until.min(self.deadline.at) {
+            if next > until {
                 return None;
             }
             tokio::time::sleep_until(next).await;

@@ -118,13 +118,34 @@ pub(crate) async fn refresh(
     let answer = read_bounded(&mut response, deadline).await?;
     match status {
         200..=299 => renewed(credential, &answer, now),
-        400 | 401 | 403 => Err(RefreshError::Refused {
-            status,
-            code: error_code(&answer),
-        }),
-        _ => Err(RefreshError::Unavailable(format!(
-            "the token endpoint answered HTTP {status}"
-        ))),
+        _ => Err(refusal_or_outage(status, &answer)),
+    }
+}
+
+/// What a token endpoint answer other than a success says: a refusal of the refresh token (the
+/// account needs a new sign-in) only when its error code says so; any other answer (a proxy's
+/// HTML page, `invalid_client` from a wrong client id, a 5xx) is an outage, not held against the
+/// account for good.
+fn refusal_or_outage(status: u16, answer: &[u8]) -> RefreshError {
+    let code = error_code(answer);
+    let refused = matches!(status, 400 | 401 | 403)
+        && code
+            .as_deref()
+            .is_some_and(|code| code == "invalid_grant" || code.starts_with("refresh_token_"));
+    if refused {
+        return RefreshError::Refused { status, code };
+    }
+    RefreshError::Unavailable(format!(
+        "the token endpoint answered HTTP {status}{}",
+        code_suffix(&code)
+    ))
+}
+
+impl RefreshError {
+    /// Whether the refresh token was refused because it was used already: another replica's
+    /// refresh of the same token, whose answer is in the store soon.
+    pub(crate) fn used_elsewhere(&self) -> bool {
+        matches!(self, Self::Refused { code: Some(code), .. } if code == "refresh_token_reused")
     }
 }
 
@@ -264,6 +285,42 @@ mod tests {
         );
         assert_eq!(error_code(br#"{"error":"has spaces and rt-secret"}"#), None);
         assert_eq!(error_code(b"<html>"), None);
+    }
+
+    #[test]
+    fn only_a_refused_grant_is_a_refusal() {
+        let refused =
+            |status, answer: &[u8]| matches!(refusal_or_outage(status, answer), RefreshError::Refused { .. });
+        assert!(refused(400, br#"{"error":"invalid_grant"}"#));
+        assert!(refused(
+            401,
+            br#"{"error":{"code":"refresh_token_reused","type":"invalid_request_error"}}"#
+        ));
+        assert!(refused(401, br#"{"error":{"code":"refresh_token_expired"}}"#));
+        // A proxy's page, a wrong client id, an error without a code: outages.
+        assert!(!refused(403, b"<html>Just a moment...</html>"));
+        assert!(!refused(401, br#"{"error":"invalid_client"}"#));
+        assert!(!refused(400, br#"{"error":{"message":"bad"}}"#));
+        assert!(!refused(500, br#"{"error":"invalid_grant"}"#));
+        let outage = refusal_or_outage(401, br#"{"error":"invalid_client"}"#);
+        assert_eq!(
+            outage.to_string(),
+            "the token endpoint answered HTTP 401, invalid_client"
+        );
+        assert!(
+            RefreshError::Refused {
+                status: 401,
+                code: Some("refresh_token_reused".into())
+            }
+            .used_elsewhere()
+        );
+        assert!(
+            !RefreshError::Refused {
+                status: 400,
+                code: Some("invalid_grant".into())
+            }
+            .used_elsewhere()
+        );
     }
 
     #[test]
