@@ -335,6 +335,29 @@ async fn a_permit_whose_answer_timed_out_is_given_back() {
 }
 
 #[tokio::test]
+async fn a_start_whose_answer_timed_out_is_not_counted_against_the_minute() {
+    let prefix = TestPrefix::new();
+    let slow = redis_support::SlowRedis::start().await;
+    let gate = gate_behind(&slow, &prefix);
+    let limits = per_minute(2);
+    drop(gate.admit("k", limits).await.unwrap());
+    // The script runs in Redis and counts a start, but its answer comes after the caller stopped
+    // waiting: that request never went.
+    slow.hold_answers(900);
+    let err = gate.admit("k", limits).await.unwrap_err();
+    assert!(matches!(err, KeyLimitError::Backend(_)), "{err}");
+    let starts = format!("{}key:k:starts", prefix.prefix);
+    let mut redis = redis_support::sync_connection();
+    let counted: u64 = redis::cmd("ZCARD").arg(&starts).query(&mut redis).unwrap();
+    assert_eq!(counted, 2, "the script ran and counted the start");
+    slow.hold_answers(0);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // The start nobody received is given back with the next call: the key has its second
+    // request of the minute.
+    let _second = gate.admit("k", limits).await.unwrap();
+}
+
+#[tokio::test]
 async fn a_permit_whose_answer_timed_out_after_its_caller_left_is_given_back() {
     let prefix = TestPrefix::new();
     let slow = redis_support::SlowRedis::start().await;

@@ -156,16 +156,21 @@ struct Admission {
 impl Admission {
     /// Admits, in the task that runs to the end even if its caller leaves: a script that may
     /// have run with its reply lost (a timeout, a dropped connection, a garbled reply) may have
-    /// taken a permit, which is given back here; removing a permit never added does nothing.
+    /// taken a permit and counted a start, which are given back here (the request did not go);
+    /// removing what was never added does nothing.
     async fn run(mut self) -> Result<KeyAdmission, KeyLimitError> {
         let admitted = self.admit().await;
-        if let Err(KeyLimitError::Backend(_)) = &admitted
-            && self.limits.max_concurrency.is_some()
-        {
-            self.releases.push(Release {
-                set: self.permits.clone(),
-                member: self.token,
-            });
+        if let Err(KeyLimitError::Backend(_)) = &admitted {
+            let taken = [
+                (self.limits.max_concurrency, &self.permits),
+                (self.limits.requests_per_minute, &self.starts),
+            ];
+            for (_, set) in taken.into_iter().filter(|(limit, _)| limit.is_some()) {
+                self.releases.push(Release {
+                    set: set.clone(),
+                    member: self.token,
+                });
+            }
         }
         admitted
     }
