@@ -23,7 +23,9 @@ const LOCAL_LEASE: u64 = 1 << 63;
 pub const MISSED_KEPT: usize = 1024;
 
 /// An outcome the primary has not seen: the account, the outcome and when it happened.
-type Missed = (AccountId, Outcome, UnixMillis);
+/// An outcome the primary may not have: the account, the outcome, when, and its id (the same at
+/// each telling, so a primary that took it already, with its reply lost, does not take it twice).
+type Missed = (AccountId, Outcome, UnixMillis, u64);
 
 /// Pool state that uses a primary (shared) backend and falls back to a local in-memory state when
 /// the primary fails.
@@ -127,8 +129,8 @@ impl FallbackPoolState {
         // Each taken out before it is sent: a call once sent runs to its end in the primary
         // (Redis records outcomes in a task of its own) even if this one is dropped.
         while let Some(item) = untold.items.pop_front() {
-            let (account, outcome, at) = &item;
-            if let Err(error) = self.primary.record_outcome(account, outcome, *at).await {
+            let (account, outcome, at, id) = &item;
+            if let Err(error) = self.primary.record_outcome_once(account, outcome, *at, *id).await {
                 untold.items.push_front(item);
                 drop(untold);
                 self.degradation.degrade(None, error);
@@ -316,16 +318,17 @@ impl PoolState for FallbackPoolState {
         now: UnixMillis,
     ) -> Result<(), StateError> {
         self.local.record_outcome(account, outcome, now).await?;
+        let id = fastrand::u64(..);
         // Missed ones first, so the primary sees the outcomes in the order they happened.
         if self.degradation.use_primary(now) && self.caught_up().await {
-            match self.primary.record_outcome(account, outcome, now).await {
+            match self.primary.record_outcome_once(account, outcome, now, id).await {
                 Ok(()) => self.primary_answered().await,
                 Err(error) => self.degradation.degrade(Some(now), error),
             }
         }
         if self.degradation.degraded() {
             let mut missed = self.missed();
-            missed.push_back((account.clone(), outcome.clone(), now));
+            missed.push_back((account.clone(), outcome.clone(), now, id));
             keep_newest(&mut missed);
         }
         Ok(())
@@ -334,7 +337,7 @@ impl PoolState for FallbackPoolState {
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
         // An operator action: always try to reach the shared state. What the primary missed
         // about the account is what the operator just cleared: it must not come back.
-        self.missed().retain(|(missed, _, _)| missed != account);
+        self.missed().retain(|(missed, _, _, _)| missed != account);
         self.local.clear_health(account).await?;
         match self.primary.clear_health(account).await {
             Ok(()) => self.primary_answered().await,

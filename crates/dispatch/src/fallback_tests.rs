@@ -21,6 +21,10 @@ struct Switchable {
     hold_acquires: AtomicBool,
     acquires_opened: tokio::sync::Notify,
     hold_records: AtomicBool,
+    /// The ids of the outcomes told with one, in order.
+    told_ids: std::sync::Mutex<Vec<u64>>,
+    /// Outcomes are applied, then answered with an error (the reply lost).
+    lose_replies: AtomicBool,
 }
 
 impl Switchable {
@@ -78,6 +82,24 @@ impl PoolState for Switchable {
         self.inner.record_outcome(account, outcome, now).await?;
         if self.hold_records.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+    async fn record_outcome_once(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+        id: u64,
+    ) -> Result<(), StateError> {
+        self.check()?;
+        self.told_ids.lock().unwrap().push(id);
+        self.inner.record_outcome(account, outcome, now).await?;
+        if self.hold_records.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        if self.lose_replies.load(Ordering::SeqCst) {
+            return Err(StateError::Backend("the reply was lost".into()));
         }
         Ok(())
     }
@@ -441,4 +463,23 @@ async fn a_grant_whose_call_is_dropped_while_telling_missed_outcomes_is_given_ba
     state.snapshot(later).await.unwrap();
     assert!(state.missed().is_empty());
     assert_eq!(primary_health(&primary, later).await.successes, 2, "each once");
+}
+
+#[tokio::test]
+async fn an_outcome_whose_reply_was_lost_is_told_again_with_the_same_id() {
+    let (primary, state) = setup();
+    primary.lose_replies.store(true, Ordering::SeqCst);
+    let failed = Outcome::Transient { detail: "502".into() };
+    state.record_outcome(&"a".into(), &failed, START).await.unwrap();
+    assert!(state.degraded());
+    primary.lose_replies.store(false, Ordering::SeqCst);
+    let later = START.plus(RECHECK);
+    state.snapshot(later).await.unwrap();
+    assert!(!state.degraded());
+    let told = primary.told_ids.lock().unwrap().clone();
+    assert_eq!(told.len(), 2, "told, then told again: {told:?}");
+    assert_eq!(
+        told[0], told[1],
+        "with the same id, which a shared state applies once"
+    );
 }

@@ -127,6 +127,21 @@ pub trait PoolState: Send + Sync + fmt::Debug {
         now: UnixMillis,
     ) -> Result<(), StateError>;
 
+    /// [`PoolState::record_outcome`] for an outcome that may be told again with the same `id`
+    /// (a caller whose first try failed without knowing whether it was applied): a state that can
+    /// (a shared one, whose reply may be lost) applies each id once. By default the same as
+    /// [`PoolState::record_outcome`].
+    async fn record_outcome_once(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+        id: u64,
+    ) -> Result<(), StateError> {
+        let _ = id;
+        self.record_outcome(account, outcome, now).await
+    }
+
     /// Clears cooldowns, streaks and error status of `account` (operator action); load, success
     /// and failure counts and the last error are kept.
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError>;

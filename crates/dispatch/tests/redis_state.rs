@@ -527,3 +527,43 @@ async fn a_half_open_breaker_takes_one_request_and_a_stale_breaker_end_is_ignore
     let second = pool.acquire(&image(SizeClass::Standard)).await.unwrap();
     drop((probe, second));
 }
+
+#[tokio::test]
+async fn an_outcome_told_again_with_its_id_is_applied_once() {
+    use imagegate_dispatch::PoolState;
+    let prefix = TestPrefix::new();
+    let state = prefix.state();
+    let transient = Outcome::Transient { detail: "502".into() };
+    // Told, its reply lost, told again by the fallback state with the same id: counted once.
+    state
+        .record_outcome_once(&"a".into(), &transient, START, 42)
+        .await
+        .unwrap();
+    state
+        .record_outcome_once(&"a".into(), &transient, START, 42)
+        .await
+        .unwrap();
+    let health = |state: &Arc<RedisPoolState>| {
+        let _ = state;
+        let stored: String = redis::cmd("HGET")
+            .arg(format!("{}acct:a:health", prefix.prefix))
+            .arg("h")
+            .query(&mut sync_connection())
+            .unwrap();
+        let health: serde_json::Value = serde_json::from_str(&stored).unwrap();
+        (health["transient_streak"].as_u64(), health["failures"].as_u64())
+    };
+    assert_eq!(health(&state), (Some(1), Some(1)));
+    // Another outcome, with an id of its own, counts.
+    state
+        .record_outcome_once(&"a".into(), &transient, START, 43)
+        .await
+        .unwrap();
+    assert_eq!(health(&state), (Some(2), Some(2)));
+    // Ids are kept for the last outcomes only, and an outcome without one always counts.
+    state
+        .record_outcome(&"a".into(), &Outcome::Success, START)
+        .await
+        .unwrap();
+    assert_eq!(health(&state).0, Some(0));
+}

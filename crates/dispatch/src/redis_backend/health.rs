@@ -71,6 +71,9 @@ pub(crate) fn decode(
     }
 }
 
+/// How many outcome ids a health remembers as applied (see [`update_once`]).
+const APPLIED_KEPT: usize = 32;
+
 /// Applies `change` to the stored health of `account`, atomically with respect to other replicas.
 pub(crate) async fn update(
     connection: &mut ConnectionManager,
@@ -78,6 +81,31 @@ pub(crate) async fn update(
     locks: &UpdateLocks,
     account: &AccountId,
     unreadable: Unreadable,
+    change: impl Fn(&mut AccountHealth),
+) -> Result<(), StateError> {
+    apply(connection, keys, locks, account, unreadable, None, change).await
+}
+
+/// [`update`] for an outcome with an id: applied once, however many times it is told (a caller
+/// whose reply was lost tells it again). The last [`APPLIED_KEPT`] ids are kept with the health.
+pub(crate) async fn update_once(
+    connection: &mut ConnectionManager,
+    keys: &Keys,
+    locks: &UpdateLocks,
+    account: &AccountId,
+    id: Option<u64>,
+    change: impl Fn(&mut AccountHealth),
+) -> Result<(), StateError> {
+    apply(connection, keys, locks, account, Unreadable::Fail, id, change).await
+}
+
+async fn apply(
+    connection: &mut ConnectionManager,
+    keys: &Keys,
+    locks: &UpdateLocks,
+    account: &AccountId,
+    unreadable: Unreadable,
+    id: Option<u64>,
     change: impl Fn(&mut AccountHealth),
 ) -> Result<(), StateError> {
     let _serialised = locks.stripe(account).lock().await;
@@ -89,6 +117,7 @@ pub(crate) async fn update(
         .query_async(connection)
         .await
         .map_err(|e| StateError::Backend(format!("redis: reading the health of {account}: {e}")))?;
+    let id = id.map_or_else(|| "-".to_owned(), |id| id.to_string());
     for attempt in 0..MAX_ATTEMPTS {
         if attempt > 0 {
             // Another replica won the last round: let the contenders spread out.
@@ -112,6 +141,8 @@ pub(crate) async fn update(
             .arg(cooling_images.unwrap_or_default())
             .arg(account.as_str())
             .arg(breaker.unwrap_or_default())
+            .arg(&id)
+            .arg(APPLIED_KEPT)
             .invoke_async(connection)
             .await
             .map_err(|e| StateError::Backend(format!("redis: storing the health of {account}: {e}")))?;

@@ -93,6 +93,38 @@ impl RedisPoolState {
         // Inserts and removals of single entries cannot leave the map inconsistent.
         self.leases.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Applies `outcome` to the account's stored health, once per `id` when one is given (see
+    /// [`PoolState::record_outcome_once`]).
+    async fn apply_outcome(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+        id: Option<u64>,
+    ) -> Result<(), StateError> {
+        // In a task of its own: a caller that stops waiting (its client hung up) must not take
+        // a 429's cooldown with it, or every replica keeps picking the limited account.
+        let mut connection = self.connection.clone();
+        let keys = self.keys.clone();
+        let locks = Arc::clone(&self.health_locks);
+        let policy = self.policy.clone();
+        let account = account.clone();
+        let outcome = outcome.clone();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "awaited below; a task so that a caller that stops waiting does not take the cooldown with it"
+        )]
+        let update = tokio::spawn(async move {
+            health::update_once(&mut connection, &keys, &locks, &account, id, |health| {
+                health.apply(&outcome, &policy, now);
+            })
+            .await
+        });
+        update
+            .await
+            .map_err(|e| StateError::Backend(format!("recording an outcome failed: {e}")))?
+    }
 }
 
 impl fmt::Debug for RedisPoolState {
@@ -214,34 +246,17 @@ impl PoolState for RedisPoolState {
         outcome: &Outcome,
         now: UnixMillis,
     ) -> Result<(), StateError> {
-        // In a task of its own: a caller that stops waiting (its client hung up) must not take
-        // a 429's cooldown with it, or every replica keeps picking the limited account.
-        let mut connection = self.connection.clone();
-        let keys = self.keys.clone();
-        let locks = Arc::clone(&self.health_locks);
-        let policy = self.policy.clone();
-        let account = account.clone();
-        let outcome = outcome.clone();
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "awaited below; a task so that a caller that stops waiting does not take the cooldown with it"
-        )]
-        let update = tokio::spawn(async move {
-            health::update(
-                &mut connection,
-                &keys,
-                &locks,
-                &account,
-                Unreadable::Fail,
-                |health| {
-                    health.apply(&outcome, &policy, now);
-                },
-            )
-            .await
-        });
-        update
-            .await
-            .map_err(|e| StateError::Backend(format!("recording an outcome failed: {e}")))?
+        self.apply_outcome(account, outcome, now, None).await
+    }
+
+    async fn record_outcome_once(
+        &self,
+        account: &AccountId,
+        outcome: &Outcome,
+        now: UnixMillis,
+        id: u64,
+    ) -> Result<(), StateError> {
+        self.apply_outcome(account, outcome, now, Some(id)).await
     }
 
     async fn clear_health(&self, account: &AccountId) -> Result<(), StateError> {
