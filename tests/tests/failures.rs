@@ -507,25 +507,26 @@ async fn a_client_that_leaves_mid_stream_still_gets_a_usage_record() {
     );
 }
 
+/// A new key of alice's limited to one request at a time.
+fn one_at_a_time_key(s: &common::Setup) -> String {
+    let args = [
+        "keys",
+        "create",
+        "--user",
+        "alice",
+        "--name",
+        "one",
+        "--max-concurrency",
+        "1",
+    ];
+    imagegate_e2e::admin(s.dir.path(), &args).trim().to_owned()
+}
+
 #[tokio::test]
 async fn a_stream_its_client_left_keeps_the_keys_slot_until_the_upstream_ends() {
     // Generations take 8 s, a stream's four events come 2 s apart.
     let s = setup_custom(&["--latency-ms", "8000"], &[("acct-a", &["--tier", "pro"])], &[]);
-    let one_at_a_time = imagegate_e2e::admin(
-        s.dir.path(),
-        &[
-            "keys",
-            "create",
-            "--user",
-            "alice",
-            "--name",
-            "one",
-            "--max-concurrency",
-            "1",
-        ],
-    )
-    .trim()
-    .to_owned();
+    let one_at_a_time = one_at_a_time_key(&s);
     let generate = |body: Value| {
         s.client
             .post(s.gateway.v1("/images/generations"))
@@ -553,21 +554,7 @@ async fn a_stream_its_client_left_keeps_the_keys_slot_until_the_upstream_ends() 
 #[tokio::test]
 async fn an_upload_holds_its_keys_slot_and_a_key_at_its_limit_is_refused_before_its_upload() {
     let s = setup();
-    let one_at_a_time = imagegate_e2e::admin(
-        s.dir.path(),
-        &[
-            "keys",
-            "create",
-            "--user",
-            "alice",
-            "--name",
-            "one",
-            "--max-concurrency",
-            "1",
-        ],
-    )
-    .trim()
-    .to_owned();
+    let one_at_a_time = one_at_a_time_key(&s);
     // An edit whose upload starts and then stalls: the form's fields and the start of a file.
     use futures::StreamExt as _;
     let stalled_upload = |boundary: &'static str| {

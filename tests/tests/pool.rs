@@ -227,12 +227,10 @@ async fn a_responses_call_failed_by_a_limit_is_billed_what_its_failed_event_says
     );
 }
 
-#[tokio::test]
-async fn a_responses_stream_failing_on_a_server_error_after_it_started_goes_to_another_account() {
-    let s = setup_with(&["acct-a", "acct-b"], &[]);
-    // The first call starts its stream, then its model fails (`response.failed`, `server_error`).
-    s.sim_fault(json!({"fault": "server_error_in_stream", "times": 1, "path": "/v1/responses"}))
-        .await;
+/// A streamed Responses call whose first try fails after its start (the fault set on the
+/// simulator): the client sees one response, ended by `response.completed`, and each of the two
+/// accounts got one call.
+async fn streamed_response_failed_over_once(s: &common::Setup) {
     let tool = json!([{"type": "image_generation", "size": "1024x1024", "quality": "low"}]);
     let response = s
         .post_json(
@@ -255,6 +253,15 @@ async fn a_responses_stream_failing_on_a_server_error_after_it_started_goes_to_a
     let stats = s.sim_stats().await;
     let (a, b) = (sim_requests(&stats, "acct-a"), sim_requests(&stats, "acct-b"));
     assert_eq!((a + b, a.min(b)), (2, 1), "one call on each account: {stats}");
+}
+
+#[tokio::test]
+async fn a_responses_stream_failing_on_a_server_error_after_it_started_goes_to_another_account() {
+    let s = setup_with(&["acct-a", "acct-b"], &[]);
+    // The first call starts its stream, then its model fails (`response.failed`, `server_error`).
+    s.sim_fault(json!({"fault": "server_error_in_stream", "times": 1, "path": "/v1/responses"}))
+        .await;
+    streamed_response_failed_over_once(&s).await;
     let records = s.usage_at_least(1).await;
     assert_eq!(records[0]["status"], 200, "{:?}", records[0]);
     assert_failed_over_once(&records[0]);
@@ -279,29 +286,7 @@ async fn a_responses_stream_hitting_a_limit_after_it_started_goes_to_another_acc
         "path": "/v1/responses"}),
     )
     .await;
-    let tool = json!([{"type": "image_generation", "size": "1024x1024", "quality": "low"}]);
-    let response = s
-        .post_json(
-            "/responses",
-            json!({"model": "gpt-5", "input": "draw a fox", "tools": tool, "stream": true}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let events = imagegate_e2e::parse_sse(&response.text().await.unwrap());
-    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(
-        names.iter().filter(|n| **n == "response.created").count(),
-        1,
-        "the client sees one response: {names:?}"
-    );
-    assert_eq!(names.last(), Some(&"response.completed"), "{names:?}");
-    imagegate_e2e::assert_sequence_counts_from_zero(&events);
-
-    let stats = s.sim_stats().await;
-    let (a, b) = (sim_requests(&stats, "acct-a"), sim_requests(&stats, "acct-b"));
-    assert_eq!((a + b, a.min(b)), (2, 1), "one call on each account: {stats}");
+    streamed_response_failed_over_once(&s).await;
 
     // The limited account cools down until the wait the upstream named.
     let listed = s.accounts();

@@ -259,20 +259,20 @@ async fn a_credential_another_replica_refreshed_is_used_without_refreshing_again
     assert!(store.saved().is_empty(), "nothing refreshed, nothing saved");
 }
 
-#[tokio::test]
-async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_credential() {
+/// A refresh of `rt-1` refused as reused because another replica used it: that replica's refresh
+/// lands in the store as the token endpoint answers, or `later`. The call uses it, saving nothing.
+async fn refused_as_reused_while_another_replica_saves(later: Option<Duration>) {
     let server = MockServer::start().await;
     let store = Arc::new(Recorder::default());
     let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
     store.store(7, &first);
-    // The other replica's refresh lands while this one's is on its way, and uses up rt-1.
     Mock::given(path("/oauth/token"))
         .and(wiremock::matchers::body_json(grant("rt-1")))
         .respond_with(ChangesTheStore {
             store: store.clone(),
             stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
             answer: refresh_token_reused(),
-            later: None,
+            later,
         })
         .expect(1)
         .mount(&server)
@@ -285,27 +285,14 @@ async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_cred
 }
 
 #[tokio::test]
+async fn a_refresh_refused_because_another_replica_refreshed_first_uses_its_credential() {
+    // The other replica's refresh lands while this one's is on its way, and uses up rt-1.
+    refused_as_reused_while_another_replica_saves(None).await;
+}
+
+#[tokio::test]
 async fn a_refresh_refused_while_another_replica_is_still_saving_its_refresh_uses_it() {
-    let server = MockServer::start().await;
-    let store = Arc::new(Recorder::default());
-    let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
-    store.store(7, &first);
-    Mock::given(path("/oauth/token"))
-        .and(wiremock::matchers::body_json(grant("rt-1")))
-        .respond_with(ChangesTheStore {
-            store: store.clone(),
-            stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
-            answer: refresh_token_reused(),
-            later: Some(Duration::from_millis(300)),
-        })
-        .expect(1)
-        .mount(&server)
-        .await;
-    serves_one_image_to(&server, "at-2").await;
-    let target = codex_target(&server, first);
-    let reply = generate(&upstream_with(&server, &store), &target).await;
-    assert!(reply.is_ok(), "not unauthorized: {:?}", reply.err());
-    assert!(store.saved().is_empty());
+    refused_as_reused_while_another_replica_saves(Some(Duration::from_millis(300))).await;
 }
 
 #[tokio::test]
@@ -381,25 +368,7 @@ async fn a_refresh_whose_save_failed_is_refreshed_again_and_saved_over_the_crede
 #[tokio::test]
 async fn a_refresh_refused_as_reused_waits_for_the_other_replicas_slow_save() {
     // The other replica's token call and save take 5 s: longer than a plain refusal is rechecked.
-    let server = MockServer::start().await;
-    let store = Arc::new(Recorder::default());
-    let first = json!({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": now() + 30});
-    store.store(7, &first);
-    Mock::given(path("/oauth/token"))
-        .and(wiremock::matchers::body_json(grant("rt-1")))
-        .respond_with(ChangesTheStore {
-            store: store.clone(),
-            stored: json!({"access_token": "at-2", "refresh_token": "rt-2", "expires_at": now() + 3600}),
-            answer: refresh_token_reused(),
-            later: Some(Duration::from_secs(5)),
-        })
-        .expect(1)
-        .mount(&server)
-        .await;
-    serves_one_image_to(&server, "at-2").await;
-    let target = codex_target(&server, first);
-    let reply = generate(&upstream_with(&server, &store), &target).await;
-    assert!(reply.is_ok(), "not unauthorized: {:?}", reply.err());
+    refused_as_reused_while_another_replica_saves(Some(Duration::from_secs(5))).await;
 }
 
 #[tokio::test]

@@ -62,23 +62,38 @@ struct OutputItems(Vec<(u64, Value)>);
 impl OutputItems {
     /// `event` as the client gets it, or none when it is left out.
     fn pass(&mut self, event: SseEvent) -> Option<SseEvent> {
-        let kind = match &event.event {
-            Some(name) => name.clone(),
-            None => serde_json::from_str::<TypeProbe>(&event.data)
-                .map(|probe| probe.kind)
-                .unwrap_or_default(),
-        };
+        let kind = kind_of(&event);
         if kind.starts_with("codex.") {
             return None;
         }
         if kind == "response.output_item.done" {
-            if let Ok(done) = serde_json::from_str::<ItemDone>(&event.data) {
-                self.0.push((done.output_index, done.item));
-            }
+            self.record(&event.data);
         } else if FINAL_EVENTS.contains(&kind.as_str()) {
             return Some(self.listed_in(event));
         }
         Some(event)
+    }
+
+    /// Keeps the item of a `response.output_item.done` event's `data`.
+    fn record(&mut self, data: &str) {
+        if let Ok(done) = serde_json::from_str::<ItemDone>(data) {
+            self.0.push((done.output_index, done.item));
+        }
+    }
+
+    /// Puts the items kept into `response`'s output when it lists none; whether it did.
+    fn fill(&mut self, response: &mut Map<String, Value>) -> bool {
+        let listed = response
+            .get("output")
+            .and_then(Value::as_array)
+            .is_some_and(|output| !output.is_empty());
+        if listed || self.0.is_empty() {
+            return false;
+        }
+        self.0.sort_by_key(|(index, _)| *index);
+        let items = std::mem::take(&mut self.0).into_iter().map(|(_, item)| item);
+        response.insert("output".to_owned(), Value::Array(items.collect()));
+        true
     }
 
     /// The final `event` with the items in its response's output when it lists none.
@@ -89,20 +104,22 @@ impl OutputItems {
         let Some(Value::Object(response)) = data.get_mut("response") else {
             return event;
         };
-        let listed = response
-            .get("output")
-            .and_then(Value::as_array)
-            .is_some_and(|output| !output.is_empty());
-        if listed || self.0.is_empty() {
-            return event;
-        }
-        self.0.sort_by_key(|(index, _)| *index);
-        let items = std::mem::take(&mut self.0).into_iter().map(|(_, item)| item);
-        response.insert("output".to_owned(), Value::Array(items.collect()));
-        if let Ok(text) = serde_json::to_string(&data) {
+        if self.fill(response)
+            && let Ok(text) = serde_json::to_string(&data)
+        {
             event.data = text;
         }
         event
+    }
+}
+
+/// The type of an event: its `event:` name, else its data's `type`.
+fn kind_of(event: &SseEvent) -> String {
+    match &event.event {
+        Some(name) => name.clone(),
+        None => serde_json::from_str::<TypeProbe>(&event.data)
+            .map(|probe| probe.kind)
+            .unwrap_or_default(),
     }
 }
 
@@ -128,32 +145,23 @@ pub(super) async fn final_response(reply: Reply) -> Result<Reply, Failure> {
         return Err(Failure::protocol("a streamed call answered without a stream"));
     };
     let mut events = joined_events(items);
-    let mut items = Vec::new();
+    let mut output = OutputItems::default();
     let mut last = None;
     while let Some(event) = events.next().await {
         let event = event?;
-        let Ok(mut data) = serde_json::from_str::<Map<String, Value>>(&event.data) else {
-            continue;
-        };
-        let kind = data.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = kind_of(&event);
         if kind == "response.output_item.done" {
-            if let Some(item) = data.remove("item") {
-                items.push(item);
-            }
-        } else if FINAL_EVENTS.contains(&kind) {
+            output.record(&event.data);
+        } else if FINAL_EVENTS.contains(&kind.as_str())
+            && let Ok(mut data) = serde_json::from_str::<Map<String, Value>>(&event.data)
+        {
             last = data.remove("response");
         }
     }
     let Some(Value::Object(mut response)) = last else {
         return Err(Failure::protocol("the stream ended without its final response"));
     };
-    let listed = response
-        .get("output")
-        .and_then(Value::as_array)
-        .is_some_and(|output| !output.is_empty());
-    if !listed {
-        response.insert("output".to_owned(), Value::Array(items));
-    }
+    output.fill(&mut response);
     let body = serde_json::to_vec(&response)
         .map_err(|err| Failure::protocol(format!("encoding the response failed: {err}")))?;
     Ok(Reply::Json {
