@@ -551,41 +551,77 @@ async fn a_stream_its_client_left_keeps_the_keys_slot_until_the_upstream_ends() 
     assert_eq!(left["images"], 1, "the rest of the stream was read: {left:?}");
 }
 
+/// A request to `path` whose body starts with `head` and then stalls (never ends).
+fn stalled_body(
+    s: &common::Setup,
+    key: &str,
+    path: &str,
+    content_type: &str,
+    head: String,
+) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+    use futures::StreamExt as _;
+    let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(head))])
+        .chain(futures::stream::pending());
+    s.client
+        .post(s.gateway.v1(path))
+        .bearer_auth(key)
+        .header("content-type", content_type)
+        .body(reqwest::Body::wrap_stream(body))
+        .send()
+}
+
+/// Two requests of a one-at-a-time key whose bodies stall: the second is refused with a 429 while
+/// its body is still open, since the first one's unfinished body holds the key's slot.
+async fn second_stalled_body_is_refused(
+    s: &common::Setup,
+    path: &str,
+    body: impl Fn(&str) -> (String, String),
+) {
+    let one_at_a_time = one_at_a_time_key(s);
+    let (content_type, head) = body("first-boundary");
+    let first = tokio::spawn(stalled_body(s, &one_at_a_time, path, &content_type, head));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (content_type, head) = body("second-boundary");
+    let second = stalled_body(s, &one_at_a_time, path, &content_type, head);
+    let second = tokio::time::timeout(Duration::from_secs(10), second)
+        .await
+        .expect("answered before its body ended")
+        .unwrap();
+    assert_eq!(second.status(), 429, "the key's one slot is the first body's");
+    assert!(second.headers().contains_key("retry-after"));
+    first.abort();
+}
+
 #[tokio::test]
 async fn an_upload_holds_its_keys_slot_and_a_key_at_its_limit_is_refused_before_its_upload() {
     let s = setup();
-    let one_at_a_time = one_at_a_time_key(&s);
     // An edit whose upload starts and then stalls: the form's fields and the start of a file.
-    use futures::StreamExt as _;
-    let stalled_upload = |boundary: &'static str| {
-        let head = format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ngpt-image-2\r\n\
-             --{boundary}\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nx\r\n\
-             --{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n\
-             Content-Type: image/png\r\n\r\n\u{89}PNG\r\n"
-        );
-        let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(head))])
-            .chain(futures::stream::pending());
-        s.client
-            .post(s.gateway.v1("/images/edits"))
-            .bearer_auth(&one_at_a_time)
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(reqwest::Body::wrap_stream(body))
-            .send()
-    };
-    let first = tokio::spawn(stalled_upload("first-boundary"));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    // The second is answered while its own upload has not ended either.
-    let second = tokio::time::timeout(Duration::from_secs(10), stalled_upload("second-boundary"))
-        .await
-        .expect("answered before its upload ended")
-        .unwrap();
-    assert_eq!(second.status(), 429, "the key's one slot is the first upload's");
-    assert!(second.headers().contains_key("retry-after"));
-    first.abort();
+    second_stalled_body_is_refused(&s, "/images/edits", |boundary| {
+        let content_type = format!("multipart/form-data; boundary={boundary}");
+        (content_type, edit_form_head(boundary))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_responses_body_holds_its_keys_slot_and_a_key_at_its_limit_is_refused_before_its_body() {
+    let s = setup();
+    // A Responses call whose JSON (up to 64 MiB, held in memory) stalls inside an image's data URL.
+    second_stalled_body_is_refused(&s, "/responses", |_| {
+        let head = r#"{"model": "gpt-5", "tools": [{"type": "image_generation"}], "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo"#;
+        ("application/json".to_owned(), head.to_owned())
+    })
+    .await;
+}
+
+/// The start of an edit form (its fields and the start of a file) under `boundary`.
+fn edit_form_head(boundary: &str) -> String {
+    format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ngpt-image-2\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nx\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n\
+         Content-Type: image/png\r\n\r\n\u{89}PNG\r\n"
+    )
 }
 
 #[tokio::test]

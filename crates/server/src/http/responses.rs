@@ -14,7 +14,7 @@ use crate::http::error::HttpError;
 use crate::http::images::{fail, keepalive, read_body, start_usage};
 use crate::http::json_keepalive;
 use crate::http::request_id::RequestId;
-use crate::http::serve_call::{ServeCall, serve};
+use crate::http::serve_call::{ServeCall, admit, serve};
 use crate::relay::stream::StreamKind;
 use crate::state::AppState;
 use crate::usage::UsageRecorder;
@@ -27,6 +27,13 @@ pub async fn create(
 ) -> Response {
     // Started before the body is read, as for the Images endpoints.
     let mut usage = start_usage(&app, &request_id, "/v1/responses", &caller);
+    // The key's limits before the body, as for edits: the body may be 64 MiB of data URLs held in
+    // memory, so a key at its limit is refused before it sends them, and a body still arriving
+    // holds its slot.
+    let permit = match admit(&app, &caller).await {
+        Ok(permit) => permit,
+        Err(err) => return fail(usage, err),
+    };
     let (headers, body) = match read_body(request, crate::http::RESPONSES_BODY_LIMIT).await {
         Ok(read) => read,
         Err(err) => return fail(usage, err),
@@ -58,7 +65,7 @@ pub async fn create(
             class: class.unwrap_or(SizeClass::Standard),
             kind: StreamKind::Responses,
         };
-        serve(&app, &caller, serve_call, usage).await
+        serve(&app, &caller, serve_call, usage, permit).await
     })
     .await
 }

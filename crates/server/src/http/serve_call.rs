@@ -118,16 +118,14 @@ fn worth_a_fallback(error: &HttpError) -> bool {
 }
 
 /// Serves any call without a ladder (the Responses endpoint).
+/// `permit` is the caller's key's, from [`admit`].
 pub async fn serve(
     app: &AppState,
     caller: &AuthContext,
     call: ServeCall<'_>,
     mut usage: UsageRecorder,
+    permit: Option<KeyPermit>,
 ) -> Response {
-    let permit = match admit(app, caller).await {
-        Ok(permit) => permit,
-        Err(err) => return fail(usage, err),
-    };
     let mut deadline = deadline(app, call.class);
     match relay_call(app, caller, call, &mut deadline, &mut usage).await {
         Ok(relayed) => respond(app, relayed, Answer::Of(call.kind), usage, permit),
@@ -135,7 +133,6 @@ pub async fn serve(
     }
 }
 
-/// Applies the key's own concurrency and requests-per-minute limits.
 /// Takes a slot of the caller's key's limits (concurrency, requests per minute), or answers why not.
 pub async fn admit(app: &AppState, caller: &AuthContext) -> Result<Option<KeyPermit>, HttpError> {
     let limits = KeyLimits {
