@@ -19,20 +19,16 @@ pub fn credential(name: &str) -> String {
     format!("sk-upstream-{name}")
 }
 
-/// Adds an OpenAI-compatible account pointing at the simulator.
+/// Adds an OpenAI-compatible account pointing at the simulator, unless `extra` names its own
+/// `--base-url` (in which `{sim}` stands for the simulator's address).
 pub fn add_account(dir: &std::path::Path, sim: &Sim, name: &str, extra: &[&str]) {
     let base = sim.base_url();
-    let mut args = vec![
-        "accounts",
-        "add",
-        "--name",
-        name,
-        "--kind",
-        "openai",
-        "--base-url",
-        &base,
-    ];
-    args.extend_from_slice(extra);
+    let extra: Vec<String> = extra.iter().map(|arg| arg.replace("{sim}", &sim.url)).collect();
+    let mut args = vec!["accounts", "add", "--name", name, "--kind", "openai"];
+    if !extra.iter().any(|arg| arg == "--base-url") {
+        args.extend(["--base-url", &base]);
+    }
+    args.extend(extra.iter().map(String::as_str));
     admin_with_stdin(dir, &args, &credential(name));
 }
 

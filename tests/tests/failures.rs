@@ -53,6 +53,35 @@ async fn an_html_error_page_becomes_a_502_upstream_request_failed() {
 }
 
 #[tokio::test]
+async fn an_account_whose_base_url_is_wrong_fails_over_instead_of_answering_the_client_404() {
+    // The simulator answers a path it does not serve as OpenAI does: 404 `Invalid URL (...)`.
+    let s = setup_custom(
+        &[],
+        &[
+            // Tried first (higher priority), at a path the simulator does not serve.
+            (
+                "acct-wrong",
+                &["--tier", "pro", "--priority", "10", "--base-url", "{sim}/v2"],
+            ),
+            ("acct-a", &["--tier", "pro"]),
+        ],
+        &[],
+    );
+    let response = s
+        .post_json("/images/generations", small_generation())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+    let records = s.usage_at_least(1).await;
+    assert_eq!(
+        records[0]["fallback_note"], "failed over 1 time(s)",
+        "{:?}",
+        records[0]
+    );
+}
+
+#[tokio::test]
 async fn a_content_refusal_is_a_502_not_to_retry_and_is_not_retried() {
     let s = setup_with(&["acct-a", "acct-b"], &[]);
     s.sim_fault(json!({"fault": "refusal"})).await;

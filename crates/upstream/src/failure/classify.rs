@@ -26,8 +26,9 @@ const MAX_PASSTHROUGH_CHARS: usize = 4000;
 ///   served, [`FailureKind::Refused`] for a moderation code or an `image_generation_user_error`
 ///   naming no parameter, else [`FailureKind::Invalid`] (both with the upstream error as
 ///   passthrough);
-/// - other 4xx without an API error: [`FailureKind::Transient`] (a proxy or a wrong base URL, not
-///   the client's fault);
+/// - other 4xx without an API error, and a 404 whose API error is OpenAI's `Invalid URL (...)`:
+///   [`FailureKind::Transient`] (a proxy or a wrong base URL, not the client's fault: the gateway
+///   picks the path);
 /// - anything else (1xx, 2xx, 3xx): [`FailureKind::Protocol`].
 pub fn classify_response(status: u16, headers: &HeaderMap, body: &[u8], now_unix_ms: u64) -> Failure {
     let json: Option<Map<String, Value>> = match serde_json::from_slice::<Value>(body) {
@@ -76,6 +77,11 @@ pub fn classify_response(status: u16, headers: &HeaderMap, body: &[u8], now_unix
             .with_status(status)
         }
         400..=499 => match &error {
+            Some(error) if status == 404 && is_unknown_path(error) => Failure::transient(format!(
+                "the upstream does not know the path it was called on (is the account's base URL right?): {}",
+                clip(text(error, "message").unwrap_or_default(), MAX_CAUSE_CHARS)
+            ))
+            .with_status(status),
             Some(error) => classify_error_object(Some(status), error, headers, now_unix_ms),
             None => Failure::transient(format!(
                 "the upstream answered HTTP {status} without an API error"
@@ -267,6 +273,15 @@ fn is_parameter_error(code: &str, error_type: &str, param: Option<&str>) -> bool
     error_type == "invalid_request_error"
         || (error_type == "image_generation_user_error"
             && (param.is_some_and(|param| !param.is_empty()) || code.starts_with("invalid")))
+}
+
+/// OpenAI's answer to a path it does not serve (`Invalid URL (POST /v1/images/generation)`), which
+/// relays in front of it copy: the account's base URL is wrong, whatever the request. A 404 about
+/// something the request names (a `previous_response_id`, a file) names a `param` or says other
+/// words, and stays the client's.
+fn is_unknown_path(error: &Map<String, Value>) -> bool {
+    let param = text(error, "param").unwrap_or_default();
+    param.is_empty() && text(error, "message").is_some_and(|m| m.starts_with("Invalid URL ("))
 }
 
 fn is_model_unsupported(code: &str, param: Option<&str>, message: &str) -> bool {

@@ -303,6 +303,39 @@ fn statuses_of_invalid_passthrough() {
 }
 
 #[test]
+fn a_404_for_an_unknown_path_is_the_accounts_not_the_clients() {
+    let body = error_body(
+        "Invalid URL (POST /v2/images/generations)",
+        "invalid_request_error",
+        None,
+        None,
+    );
+    let failure = classify_json(404, body);
+    assert_eq!(failure.kind, FailureKind::Transient);
+    assert_eq!(failure.passthrough, None);
+    assert!(failure.message.contains("base URL"), "{}", failure.message);
+    assert!(
+        failure.message.contains("POST /v2/images/generations"),
+        "{}",
+        failure.message
+    );
+    // A 404 about what the request names stays the client's, as the upstream said it.
+    let body = error_body(
+        "Previous response with id 'resp_1' not found.",
+        "invalid_request_error",
+        Some("previous_response_id"),
+        None,
+    );
+    let failure = classify_json(404, body);
+    assert_eq!(failure.kind, FailureKind::Invalid);
+    assert_eq!(failure.client_error().status(), 404);
+    assert_eq!(
+        failure.client_error().param.as_deref(),
+        Some("previous_response_id")
+    );
+}
+
+#[test]
 fn model_unsupported_forms() {
     let cases = [
         (
