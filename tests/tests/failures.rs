@@ -654,6 +654,64 @@ fn edit_form_head(boundary: &str) -> String {
 }
 
 #[tokio::test]
+async fn a_body_that_stops_arriving_is_answered_408_for_the_sdks_to_retry() {
+    let s = setup_with_config("[timeouts]\nclient_idle_secs = 1\n");
+    let upload = stalled_body(
+        &s,
+        &s.key,
+        "/images/edits",
+        "multipart/form-data; boundary=b",
+        edit_form_head("b"),
+    );
+    let generation = stalled_body(
+        &s,
+        &s.key,
+        "/images/generations",
+        "application/json",
+        r#"{"model": "gpt-image-2", "prompt": "#.to_owned(),
+    );
+    for sent in [upload, generation] {
+        let response = tokio::time::timeout(Duration::from_secs(20), sent)
+            .await
+            .expect("answered once the body stopped for the idle timeout")
+            .unwrap();
+        assert_eq!(response.status(), 408);
+        assert!(
+            !response.headers().contains_key("x-should-retry"),
+            "the SDKs' own rule retries 408"
+        );
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "request_timeout", "{body}");
+    }
+    let records = s.usage_at_least(2).await;
+    for record in &records {
+        assert_eq!(record["status"], 408, "{record:?}");
+        assert_eq!(record["error_code"], "request_timeout", "{record:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_during_its_upload_is_recorded_as_gone_not_as_a_bad_form() {
+    use tokio::io::AsyncWriteExt as _;
+    let s = setup();
+    let head = edit_form_head("b");
+    let address = s.gateway.url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!(
+        "POST /v1/images/edits HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000000\r\n\r\n{head}",
+        s.key
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(stream);
+    let records = s.usage_at_least(1).await;
+    assert_eq!(records[0]["status"], 499, "{:?}", records[0]);
+    assert_eq!(records[0]["error_code"], "client_closed", "{:?}", records[0]);
+    assert_eq!(records[0]["model"], "gpt-image-2", "{:?}", records[0]);
+}
+
+#[tokio::test]
 async fn a_client_that_leaves_during_the_upstream_call_is_recorded_with_its_account() {
     let s = setup();
     s.sim_fault(json!({"fault": "stall", "stall_ms": 3000})).await;

@@ -52,6 +52,8 @@ pub const fn error_spec(kind: ErrorKind) -> ErrorSpec {
         ErrorKind::UpstreamFailed => row(502, "upstream_error", Some("upstream_request_failed"), YES),
         ErrorKind::UpstreamTimeout => row(504, "upstream_error", Some("upstream_timeout"), YES),
         ErrorKind::ClientTooSlow => row(408, INVALID, Some("client_too_slow"), NO),
+        ErrorKind::RequestTimeout => row(408, INVALID, Some("request_timeout"), None),
+        ErrorKind::ClientClosed => row(499, INVALID, Some("client_closed"), NO),
         ErrorKind::Overloaded => row(503, "server_error", Some("overloaded"), YES),
         ErrorKind::Internal => row(500, "server_error", None, None),
     }

@@ -7,6 +7,8 @@
 //! - [`multipart`]: the edit form (`image`, `image[]`, `image[N]`, `mask` in any order), files
 //!   sniffed from their bytes ([`image_header`]) and refused as soon as they reach the size limit.
 //! - [`sse`]: frames for the client and a WHATWG decoder for upstream streams.
+//! - [`BodyCut`]: a request body its client stopped sending or left, told apart from a malformed
+//!   one.
 //! - [`error`]: the `{"error":{...}}` envelope and the single table from
 //!   [`ErrorKind`](imagegate_domain::ErrorKind) to status, `type`, `code` and `x-should-retry`.
 //! - [`wire`]: serde types of every body and stream event the gateway sends.
@@ -54,6 +56,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod body_cut;
 pub mod error;
 pub mod image_header;
 pub mod json;
@@ -63,5 +66,6 @@ pub mod sse;
 pub mod usage_scan;
 pub mod wire;
 
+pub use body_cut::BodyCut;
 pub use error::{ApiError, ErrorEnvelope, ErrorObject, ErrorSpec, error_spec};
 pub use schema::json_schemas;

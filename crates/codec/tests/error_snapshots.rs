@@ -13,7 +13,7 @@ use imagegate_domain::{
     check_mask, validate_edit, validate_generation, validate_main_model,
 };
 
-const ALL_KINDS: [ErrorKind; 16] = [
+const ALL_KINDS: [ErrorKind; 18] = [
     ErrorKind::InvalidRequest,
     ErrorKind::UnknownParameter,
     ErrorKind::ModelNotFound,
@@ -28,6 +28,8 @@ const ALL_KINDS: [ErrorKind; 16] = [
     ErrorKind::UpstreamFailed,
     ErrorKind::UpstreamTimeout,
     ErrorKind::ClientTooSlow,
+    ErrorKind::RequestTimeout,
+    ErrorKind::ClientClosed,
     ErrorKind::Overloaded,
     ErrorKind::Internal,
 ];
@@ -77,6 +79,8 @@ fn example(kind: ErrorKind) -> ApiError {
             kind,
             "The answer was cut because the client read it too slowly and held the stream for longer than 300 s",
         ),
+        ErrorKind::RequestTimeout => imagegate_codec::BodyCut::Stalled.api_error(),
+        ErrorKind::ClientClosed => imagegate_codec::BodyCut::ClientGone.api_error(),
         ErrorKind::Overloaded => ApiError::new(kind, "The gateway is at capacity. Try again shortly."),
         ErrorKind::Internal => ApiError::internal(),
     }
@@ -106,6 +110,8 @@ fn the_table_matches_the_agreed_interface() {
             (502, "upstream_error", Some("upstream_request_failed")),
             (504, "upstream_error", Some("upstream_timeout")),
             (408, "invalid_request_error", Some("client_too_slow")),
+            (408, "invalid_request_error", Some("request_timeout")),
+            (499, "invalid_request_error", Some("client_closed")),
             (503, "server_error", Some("overloaded")),
             (500, "server_error", None),
         ]

@@ -488,3 +488,41 @@ async fn a_spilled_upload_has_no_name_and_reads_the_same_from_any_number_of_read
     assert_eq!(b, file);
     assert_eq!(data.to_bytes().await.unwrap(), Bytes::from(file));
 }
+
+/// A body error that carries its cause as its source, as the server's body errors do (axum wraps
+/// each in its own error type).
+#[derive(Debug, thiserror::Error)]
+#[error("the body failed")]
+struct Wrapped(#[source] imagegate_codec::BodyCut);
+
+#[tokio::test]
+async fn a_body_its_client_stopped_sending_or_left_is_a_timeout_or_a_closed_request_not_malformed() {
+    use imagegate_codec::BodyCut;
+    let (boundary, body) = sdk_form().finish();
+    let cases = [
+        (BodyCut::Stalled, ErrorKind::RequestTimeout, 408),
+        (BodyCut::ClientGone, ErrorKind::ClientClosed, 499),
+    ];
+    for (cut, kind, status) in cases {
+        // Cut in the first text field, and inside a file (read by the upload path).
+        for readable in [60, body.len() - 200] {
+            let head = Bytes::from(body.clone()).slice(..readable);
+            let chunks = vec![Ok(head), Err(Wrapped(cut))];
+            let err = decode_edit(futures::stream::iter(chunks), &boundary)
+                .await
+                .unwrap_err();
+            assert_eq!(
+                (err.kind, err.status()),
+                (kind, status),
+                "{cut:?} at {readable}: {err:?}"
+            );
+        }
+    }
+    // Any other failure of the body is still a body that could not be read.
+    let head = Bytes::from(body).slice(..60);
+    let chunks = vec![Ok(head), Err(std::io::Error::other("a bad chunk size"))];
+    let err = decode_edit(futures::stream::iter(chunks), &boundary)
+        .await
+        .unwrap_err();
+    assert_eq!((err.status(), err.code()), (400, Some("invalid_multipart")));
+}

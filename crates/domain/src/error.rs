@@ -43,6 +43,12 @@ pub enum ErrorKind {
     /// The client took a relayed answer so slowly that it outlived its own deadline (408; seen
     /// only after the answer started, so only in a stream's error event and the usage record).
     ClientTooSlow,
+    /// The client stopped sending its request body: nothing of it came for the idle timeout
+    /// (408, before any upstream call; the SDKs retry it).
+    RequestTimeout,
+    /// The client closed the connection before its request body ended (499, seen only in the
+    /// usage record: nobody is left to answer).
+    ClientClosed,
     /// The gateway has no capacity left right now (503).
     Overloaded,
     /// A bug or unexpected state inside the gateway (500).
@@ -67,6 +73,8 @@ impl ErrorKind {
             Self::UpstreamFailed => "upstream_failed",
             Self::UpstreamTimeout => "upstream_timeout",
             Self::ClientTooSlow => "client_too_slow",
+            Self::RequestTimeout => "request_timeout",
+            Self::ClientClosed => "client_closed",
             Self::Overloaded => "overloaded",
             Self::Internal => "internal",
         }

@@ -8,7 +8,8 @@
 //! - **A limit on quiet clients** ([`TimeoutConfig::client_idle`](crate::config::TimeoutConfig)):
 //!   a connection idle between requests, or whose request headers have not all arrived, is closed
 //!   after it; a request body that stops arriving for as long fails. Without it, a client that
-//!   sends half a request holds its connection (and its task) for ever.
+//!   sends half a request holds its connection (and its task) for ever. A body that stops so, or
+//!   whose client leaves, fails with a [`BodyCut`] the handlers answer 408 or record as 499.
 //! - **The same limit on clients that stop reading** (`TCP_USER_TIMEOUT`): a connection whose
 //!   answer the client has not taken a byte of for that long (its receive window stays shut, or
 //!   what was sent stays unacknowledged) is reset by the kernel. A streamed answer is written only
@@ -26,13 +27,47 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use http_body_util::BodyExt as _;
 use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use imagegate_codec::BodyCut;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tower_http::timeout::TimeoutBody;
+use tower_http::timeout::{TimeoutBody, TimeoutError};
 use tower_service::Service;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A request body's error as the handlers tell it apart: a body that stopped arriving for the
+/// idle timeout, or whose client closed or reset the connection, is a [`BodyCut`]; any other
+/// error (a malformed chunked encoding) stays as it is.
+fn body_cut(error: BoxError) -> BoxError {
+    if error.is::<TimeoutError>() {
+        return Box::new(BodyCut::Stalled);
+    }
+    match error.downcast_ref::<hyper::Error>() {
+        Some(error) if client_gone(error) => Box::new(BodyCut::ClientGone),
+        _ => error,
+    }
+}
+
+/// Whether a body's `error` says its client went away: the connection ended before the body
+/// did, or was reset.
+fn client_gone(error: &hyper::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    if error.is_incomplete_message() || error.is_closed() || error.is_canceled() {
+        return true;
+    }
+    std::error::Error::source(error)
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| {
+            matches!(
+                io.kind(),
+                BrokenPipe | ConnectionAborted | ConnectionReset | UnexpectedEof
+            )
+        })
+}
 
 /// Serves `app` on `listener` until `shutdown`, then until every connection has closed.
 pub async fn serve(listener: TcpListener, app: Router, client_idle: Duration, shutdown: CancellationToken) {
@@ -60,7 +95,7 @@ pub async fn serve(listener: TcpListener, app: Router, client_idle: Duration, sh
                 if body.is_end_stream() {
                     Body::new(body)
                 } else {
-                    Body::new(TimeoutBody::new(client_idle, body))
+                    Body::new(TimeoutBody::new(client_idle, body).map_err(body_cut))
                 }
             });
             request.extensions_mut().insert(ConnectInfo(remote));

@@ -335,6 +335,11 @@ fn duplicate(name: &str) -> ApiError {
 }
 
 fn multipart_error(err: multer::Error) -> ApiError {
+    if let multer::Error::StreamReadFailed(cause) = &err
+        && let Some(cut) = crate::BodyCut::find(cause.as_ref())
+    {
+        return cut.api_error();
+    }
     let message = match err {
         multer::Error::StreamReadFailed(cause) if cause.is::<PartHeadTooLong>() => format!(
             "The multipart body is malformed: {cause} (a part's headers, or the text before the \

@@ -175,6 +175,9 @@ pub async fn read_body(request: Request, limit: usize) -> Result<(HeaderMap, Byt
 }
 
 fn body_error(rejection: &BytesRejection, limit: usize) -> HttpError {
+    if let Some(cut) = imagegate_codec::BodyCut::find(rejection) {
+        return HttpError::new(cut.api_error());
+    }
     if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         let message = format!(
             "The request body is larger than the {} MiB this endpoint takes.",
