@@ -145,6 +145,11 @@ impl Gateway {
         format!("{}/v1{path}", self.url)
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Kills the process with SIGKILL, like a crash: nothing is flushed.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

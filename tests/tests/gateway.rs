@@ -805,3 +805,37 @@ async fn oversized_bodies_and_client_request_ids_are_handled_by_the_gateway() {
     );
     assert!(records.iter().any(|r| r["status"] == 413));
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_gateway_raises_its_open_files_limit_from_the_soft_one_it_was_given_to_the_hard_one() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let hard = getrlimit(Resource::Nofile).maximum;
+    // Started with a low soft limit (this test's process, which the gateway inherits it from), as
+    // many systems start a service with 1024.
+    let soft = hard.map_or(256, |hard| hard.min(256));
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(soft),
+            maximum: hard,
+        },
+    )
+    .unwrap();
+    let s = setup();
+    let pid = s.gateway.pid().unwrap();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap();
+    // "Max open files  <soft>  <hard>  files"
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    // An unlimited hard limit raises the soft one to Linux's default most (`fs.nr_open`).
+    let (expected_soft, expected_hard) = match hard {
+        Some(hard) => (hard.to_string(), hard.to_string()),
+        None => ((1u64 << 20).to_string(), "unlimited".to_owned()),
+    };
+    assert_eq!(
+        (fields[3], fields[4]),
+        (expected_soft.as_str(), expected_hard.as_str()),
+        "the soft limit {soft} is raised to the hard one: {line}"
+    );
+}

@@ -20,6 +20,7 @@ mod http;
 mod http_server;
 mod in_flight;
 mod metrics;
+mod open_files;
 mod pool_backend;
 mod relay;
 mod serve;

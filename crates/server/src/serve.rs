@@ -156,6 +156,7 @@ pub async fn run(
     on_ready: impl FnOnce(std::net::SocketAddr),
     before_close: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    crate::open_files::raise();
     let clock = Arc::new(SystemClock);
     let dispatch_config = config.dispatch_config();
     let backend = PoolBackend::build(&config)?;
