@@ -1164,3 +1164,41 @@ async fn a_stream_cut_inside_an_image_event_cuts_the_client_after_the_whole_even
     assert_eq!(records[0]["stream"], true, "{:?}", records[0]);
     assert!(records[0]["error_code"].is_string(), "{:?}", records[0]);
 }
+
+#[tokio::test]
+async fn uploads_past_the_disk_budget_are_answered_503_to_retry_and_within_it_go_through() {
+    let s = setup_with_config("[uploads]\ndisk_budget_mb = 1\n");
+    let edit = |image: Vec<u8>| {
+        let part = reqwest::multipart::Part::bytes(image)
+            .file_name("a.png")
+            .mime_str("image/png")
+            .unwrap();
+        let form = reqwest::multipart::Form::new()
+            .text("model", "gpt-image-2")
+            .text("prompt", "x")
+            .text("quality", "low")
+            .part("image", part);
+        s.client
+            .post(s.gateway.v1("/images/edits"))
+            .bearer_auth(&s.key)
+            .multipart(form)
+            .send()
+    };
+    // About 480 kB: kept on disk (past 256 KiB), within the 1 MiB budget.
+    let within = edit(imagegate_e2e::png_noise(400, 1)).await.unwrap();
+    assert_eq!(within.status(), 200, "{:?}", within.text().await);
+    // About 1.5 MB: past the budget, refused before the upstream is called.
+    let past = edit(imagegate_e2e::png_noise(700, 2)).await.unwrap();
+    assert_eq!(past.status(), 503);
+    assert_eq!(past.headers()["x-should-retry"], "true");
+    let body: Value = past.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "overloaded", "{body}");
+    assert_eq!(
+        s.sim_stats().await["requests"],
+        1,
+        "only the edit within the budget was sent"
+    );
+    // The first upload's bytes were given back: it fits again.
+    let again = edit(imagegate_e2e::png_noise(400, 3)).await.unwrap();
+    assert_eq!(again.status(), 200);
+}

@@ -526,3 +526,48 @@ async fn a_body_its_client_stopped_sending_or_left_is_a_timeout_or_a_closed_requ
         .unwrap_err();
     assert_eq!((err.status(), err.code()), (400, Some("invalid_multipart")));
 }
+
+#[tokio::test]
+async fn uploads_keep_no_more_on_disk_at_once_than_their_budget_and_give_it_back() {
+    use imagegate_codec::multipart::DiskBudget;
+    // A file of about 600 kB, past the spill threshold.
+    let mut file = support::png_rgb(64, 64);
+    file.extend((0..600_000u32).map(|i| (i % 251) as u8));
+    let form = || {
+        Form::new()
+            .text("prompt", "p")
+            .file("image", "a.png", "image/png", &file)
+            .finish()
+    };
+    let budget = DiskBudget::new(1_000_000);
+    let limits = EditLimits {
+        disk_budget: Some(budget.clone()),
+        ..EditLimits::default()
+    };
+    let (boundary, body) = form();
+    let first = decode_edit_with_limits(support::chunked(body, 7 * 1024), &boundary, limits.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        budget.in_use(),
+        file.len() as u64,
+        "the kept file holds its bytes"
+    );
+    // A second one does not fit beside it: refused with a 503 the SDKs retry, its part given back.
+    let (boundary, body) = form();
+    let err = decode_edit_with_limits(support::chunked(body, 7 * 1024), &boundary, limits.clone())
+        .await
+        .unwrap_err();
+    assert_eq!((err.kind, err.status()), (ErrorKind::Overloaded, 503), "{err:?}");
+    assert_eq!(budget.in_use(), file.len() as u64);
+    // Once the first request is done with its file, the next one fits.
+    drop(first);
+    assert_eq!(budget.in_use(), 0);
+    let (boundary, body) = form();
+    let again = decode_edit_with_limits(support::chunked(body, 7 * 1024), &boundary, limits)
+        .await
+        .unwrap();
+    assert!(again.images[0].data.is_spilled());
+    drop(again);
+    assert_eq!(budget.in_use(), 0);
+}

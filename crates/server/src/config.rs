@@ -65,6 +65,18 @@ pub struct FileConfig {
     pub codex: CodexConfig,
     /// `[console]`: the web console.
     pub console: ConsoleFileConfig,
+    /// `[uploads]`: edit uploads kept on disk.
+    pub uploads: UploadsConfig,
+}
+
+/// `[uploads]`: the files of edits in flight, kept on disk (in `TMPDIR`) past 256 KiB each.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UploadsConfig {
+    /// Most megabytes (MiB) all uploads in flight keep on disk at once; an upload that would pass
+    /// it is answered 503 (the SDKs retry). Default: half the space free in the temporary
+    /// directory's file system when the gateway starts.
+    pub disk_budget_mb: Option<u64>,
 }
 
 /// `[console]`: the web console behind a load balancer or TLS terminator.
@@ -318,6 +330,7 @@ pub struct Config {
     pub agent_user_agents: Vec<String>,
     pub codex: CodexConfig,
     pub console: imagegate_console::ConsoleConfig,
+    pub uploads: UploadsConfig,
 }
 
 impl FileConfig {
@@ -406,6 +419,7 @@ impl Config {
             agent_user_agents,
             codex: file.codex,
             console: file.console.resolve()?,
+            uploads: file.uploads,
         })
     }
 

@@ -26,6 +26,7 @@ mod relay;
 mod serve;
 mod state;
 mod telemetry;
+mod upload_disk;
 mod usage;
 
 use std::process::ExitCode;

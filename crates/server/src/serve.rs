@@ -211,6 +211,7 @@ pub async fn run(
         in_flight: crate::in_flight::InFlight::default(),
         console_sessions,
         console_logins,
+        upload_disk: crate::upload_disk::budget(config.uploads.disk_budget_mb, &std::env::temp_dir()),
         config: config.clone(),
     });
 

@@ -20,8 +20,10 @@ use imagegate_domain::{
 
 use crate::error::ApiError;
 
+mod disk_budget;
 mod upload;
 
+pub use disk_budget::DiskBudget;
 use upload::read_file;
 pub use upload::{SPILL_THRESHOLD, SpilledFile, UploadData, UploadedImage};
 
@@ -37,7 +39,7 @@ pub struct EditForm {
 }
 
 /// Bounds applied while reading the form, and where its large files wait.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct EditLimits {
     /// Most images accepted.
     pub max_images: usize,
@@ -48,6 +50,9 @@ pub struct EditLimits {
     /// The directory of the temporary files of uploads over [`SPILL_THRESHOLD`] (`None`: the
     /// system's, `TMPDIR`).
     pub spill_dir: Option<std::path::PathBuf>,
+    /// The bound on what every upload in flight keeps on disk at once (`None`: no bound); a file
+    /// that would pass it is refused with a 503.
+    pub disk_budget: Option<std::sync::Arc<DiskBudget>>,
 }
 
 impl Default for EditLimits {
@@ -57,6 +62,7 @@ impl Default for EditLimits {
             max_file_bytes: MAX_FILE_BYTES,
             max_text_bytes: 1024 * 1024,
             spill_dir: None,
+            disk_budget: None,
         }
     }
 }

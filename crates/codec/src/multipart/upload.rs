@@ -17,6 +17,7 @@ use futures::Stream;
 use imagegate_domain::{ImageInfo, RequestError};
 use tokio::io::AsyncWriteExt;
 
+use super::disk_budget::Charge;
 use crate::error::ApiError;
 use crate::image_header::{self, HeaderError, MAGIC_LEN};
 
@@ -56,6 +57,8 @@ pub enum UploadData {
 pub struct SpilledFile {
     file: std::fs::File,
     len: u64,
+    /// Its bytes in the uploads' disk budget, given back with the file.
+    _charge: Charge,
 }
 
 impl SpilledFile {
@@ -181,12 +184,21 @@ pub(super) async fn read_file(
             .into());
         }
         match spill.as_mut() {
-            Some(spill) => spill.write(&chunk).await.map_err(spill_error)?,
+            Some(spill) => {
+                if !spill.charge.add(chunk.len()) {
+                    return Err(over_budget(limits));
+                }
+                spill.write(&chunk).await.map_err(spill_error)?;
+            }
             None => {
                 head.extend_from_slice(&chunk);
                 if head.len() > SPILL_THRESHOLD {
+                    let mut charge = Charge::new(limits.disk_budget.clone());
+                    if !charge.add(head.len()) {
+                        return Err(over_budget(limits));
+                    }
                     let dir = limits.spill_dir.as_deref();
-                    spill = Some(Spill::start(dir, &head).await.map_err(spill_error)?);
+                    spill = Some(Spill::start(dir, &head, charge).await.map_err(spill_error)?);
                 }
             }
         }
@@ -227,11 +239,14 @@ const SPILL_WRITE_BYTES: usize = 256 * 1024;
 struct Spill {
     file: std::fs::File,
     writer: tokio::io::BufWriter<tokio::fs::File>,
+    /// What it has taken of the disk budget so far.
+    charge: Charge,
 }
 
 impl Spill {
-    /// A new unnamed file in `dir` (the system's temporary directory when none), holding `head`.
-    async fn start(dir: Option<&std::path::Path>, head: &[u8]) -> io::Result<Self> {
+    /// A new unnamed file in `dir` (the system's temporary directory when none), holding `head`,
+    /// whose bytes `charge` has taken.
+    async fn start(dir: Option<&std::path::Path>, head: &[u8], charge: Charge) -> io::Result<Self> {
         let file = match dir {
             Some(dir) => tempfile::tempfile_in(dir)?,
             None => tempfile::tempfile()?,
@@ -241,7 +256,7 @@ impl Spill {
             tokio::fs::File::from_std(file.try_clone()?),
         );
         writer.write_all(head).await?;
-        Ok(Self { file, writer })
+        Ok(Self { file, writer, charge })
     }
 
     async fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
@@ -250,7 +265,11 @@ impl Spill {
 
     async fn finish(mut self, len: u64) -> io::Result<SpilledFile> {
         self.writer.flush().await?;
-        Ok(SpilledFile { file: self.file, len })
+        Ok(SpilledFile {
+            file: self.file,
+            len,
+            _charge: self.charge,
+        })
     }
 }
 
@@ -275,6 +294,20 @@ fn unsupported(name: &str) -> ApiError {
         param: name.to_owned(),
     }
     .into()
+}
+
+/// The uploads in flight keep all the disk they may ([`super::EditLimits::disk_budget`]): load to
+/// shed, not a failure, so a warning, and a 503 the SDKs retry.
+fn over_budget(limits: &super::EditLimits) -> ApiError {
+    let limit = limits.disk_budget.as_ref().map_or(0, |budget| budget.limit());
+    tracing::warn!(
+        limit_bytes = limit,
+        "an upload was refused: the uploads in flight keep all the disk they may"
+    );
+    ApiError::new(
+        imagegate_domain::ErrorKind::Overloaded,
+        "The gateway has no room left for uploads at the moment; retry shortly.",
+    )
 }
 
 /// The gateway could not write or read its temporary file: its own failure, not the client's, and

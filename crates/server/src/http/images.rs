@@ -127,7 +127,10 @@ pub async fn edits(
     let decoded = imagegate_codec::multipart::decode_edit_checked(
         body.into_data_stream(),
         &boundary,
-        EditLimits::default(),
+        EditLimits {
+            disk_budget: app.upload_disk.clone(),
+            ..EditLimits::default()
+        },
         fields_so_far,
     );
     let form = match decoded.await {
