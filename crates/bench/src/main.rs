@@ -9,6 +9,10 @@
 //! `--only ID` (repeatable): only the scenarios whose id contains `ID` (e.g. `small-c16`), no
 //! microbenchmarks; for iterating on one figure. Its report also goes to `target/bench-quick/`.
 //!
+//! `--gateway PATH`: measure that `imagegate` binary instead of `target/release/imagegate`, e.g. a
+//! copy built at another commit, for an A/B against the same floor. Its report also goes to
+//! `target/bench-quick/`.
+//!
 //! This process is also the load generator, so it runs as a release build: `cargo xtask bench`
 //! builds it and hands it the arguments, with the seconds that build took.
 //!
@@ -50,6 +54,8 @@ pub struct Options {
     pub no_litellm: bool,
     /// Only the scenarios whose id contains one of these; empty means all.
     pub only: Vec<String>,
+    /// The `imagegate` binary to measure instead of the one built in `target/release/`.
+    pub gateway: Option<PathBuf>,
 }
 
 /// Whether `--only` value `only` names scenario `id` (any part of it).
@@ -68,6 +74,10 @@ impl Options {
                 "--only" => match args.next() {
                     Some(id) => options.only.push(id.clone()),
                     None => return Err("bench: --only needs a scenario id".to_owned()),
+                },
+                "--gateway" => match args.next() {
+                    Some(path) => options.gateway = Some(PathBuf::from(path)),
+                    None => return Err("bench: --gateway needs the path of an imagegate binary".to_owned()),
                 },
                 other => return Err(format!("bench: unknown option {other}")),
             }
@@ -88,7 +98,7 @@ impl Options {
 
     /// Whether the report is a partial one, kept out of `docs/`.
     pub fn partial(&self) -> bool {
-        self.quick || !self.only.is_empty()
+        self.quick || !self.only.is_empty() || self.gateway.is_some()
     }
 
     /// Whether scenario `id` is to be run.
@@ -301,7 +311,8 @@ const TARGET_ORDER: [Target; 5] = [
 /// Everything the load runs need.
 struct Bench<'a> {
     root: &'a Path,
-    bin: PathBuf,
+    /// The `imagegate` binary measured.
+    gateway: PathBuf,
     work: &'a Path,
     setup: procs::GatewaySetup,
     litellm_config: Option<PathBuf>,
@@ -335,7 +346,8 @@ async fn load_runs(
         None
     };
     let (across_procs, across_sims) = across.unzip();
-    let setup = procs::setup_gateway(&bin, work, &tiny_sim, &images_sim)?;
+    let gateway = options.gateway.clone().unwrap_or_else(|| bin.join("imagegate"));
+    let setup = procs::setup_gateway(&gateway, work, &tiny_sim, &images_sim)?;
     let litellm_config = if with_litellm {
         let path = work.join("litellm.yaml");
         std::fs::write(&path, litellm::config_yaml(&tiny_sim, &images_sim))
@@ -352,7 +364,7 @@ async fn load_runs(
         .map_err(|e| format!("http client: {e}"))?;
     let bench = Bench {
         root,
-        bin,
+        gateway,
         work,
         setup,
         litellm_config,
@@ -579,7 +591,7 @@ impl Bench<'_> {
             Target::Floor | Target::FloorAcross => Ok(None),
             Target::Imagegate => {
                 let log = self.work.join(format!("imagegate-{id}.log"));
-                let (proc, url) = procs::start_gateway(&self.bin, &self.setup, &log, self.server_cpu)?;
+                let (proc, url) = procs::start_gateway(&self.gateway, &self.setup, &log, self.server_cpu)?;
                 endpoints.gateway = url;
                 Ok(Some(proc))
             }
@@ -662,6 +674,11 @@ mod tests {
         let options = Options::parse(&args(&["--only", "3840x2160", "--quick"])).expect("valid");
         assert_eq!(options.only, ["3840x2160"]);
         assert!(options.selects("stream-3840x2160-c16") && !options.selects("small-c16"));
+        let options = Options::parse(&args(&["--gateway", "/tmp/imagegate-old"])).expect("valid");
+        assert_eq!(options.gateway.as_deref(), Some(Path::new("/tmp/imagegate-old")));
+        assert!(options.partial(), "an A/B is kept out of docs/");
+        let error = Options::parse(&args(&["--gateway"])).expect_err("no path");
+        assert!(error.contains("--gateway needs"), "{error}");
     }
 
     #[test]

@@ -196,17 +196,16 @@ pub struct GatewaySetup {
     pub images_key: String,
 }
 
-/// Creates the data directory with the admin CLI.
+/// Creates the data directory with the admin CLI of the `imagegate` binary.
 pub fn setup_gateway(
-    bin: &Path,
+    imagegate: &Path,
     dir: &Path,
     tiny_sim: &str,
     images_sim: &str,
 ) -> Result<GatewaySetup, String> {
     let data_dir = dir.join("gateway-data");
-    let imagegate = bin.join("imagegate");
     let cli = |args: &[&str], stdin: Option<&str>| -> Result<String, String> {
-        let mut command = Command::new(&imagegate);
+        let mut command = Command::new(imagegate);
         command
             .arg("--data-dir")
             .arg(&data_dir)
@@ -268,14 +267,14 @@ fn last_line(text: &str) -> String {
     text.lines().last().unwrap_or("").trim().to_owned()
 }
 
-/// Starts `imagegate serve` on a free port with `setup`'s data directory.
+/// Starts the `imagegate` binary's `serve` on a free port with `setup`'s data directory.
 pub fn start_gateway(
-    bin: &Path,
+    imagegate: &Path,
     setup: &GatewaySetup,
     log: &Path,
     cpu: Option<usize>,
 ) -> Result<(Proc, String), String> {
-    let mut command = pinned(&bin.join("imagegate"), cpu);
+    let mut command = pinned(imagegate, cpu);
     command
         .arg("--data-dir")
         .arg(&setup.data_dir)

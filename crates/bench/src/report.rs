@@ -134,8 +134,13 @@ pub fn unsupported_reason(probe: &Answer, stream: bool) -> Option<String> {
 /// The commands that reproduce a run.
 pub fn commands(options: &Options) -> Vec<String> {
     let only: String = options.only.iter().map(|id| format!(" --only {id}")).collect();
+    let gateway = options
+        .gateway
+        .as_ref()
+        .map(|path| format!(" --gateway {}", path.display()))
+        .unwrap_or_default();
     let mut list = vec![format!(
-        "cargo xtask bench{}{}{only}",
+        "cargo xtask bench{}{}{only}{gateway}",
         if options.quick { " --quick" } else { "" },
         if options.no_litellm { " --no-litellm" } else { "" }
     )];
@@ -153,8 +158,12 @@ pub fn commands(options: &Options) -> Vec<String> {
         "taskset -c {} target/release/imagegate-sim --listen 127.0.0.1:0 [--tiny-images]",
         procs::CLIENT_CPU
     ));
+    let measured = options.gateway.as_ref().map_or_else(
+        || "target/release/imagegate".to_owned(),
+        |path| path.display().to_string(),
+    );
     list.push(format!(
-        "taskset -c {} target/release/imagegate --data-dir DIR serve --listen 127.0.0.1:0   # fresh per scenario, up for all its rounds",
+        "taskset -c {} {measured} --data-dir DIR serve --listen 127.0.0.1:0   # fresh per scenario, up for all its rounds",
         procs::SERVER_CPU
     ));
     list.push(format!(
