@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--no-litellm] [--only ID]`: builds the harness
+//! `cargo xtask bench [--quick] [--no-litellm] [--only ID] [--gateway PATH]`: builds the harness
 //! (`crates/bench`, the load generator) in release and hands it the arguments. A debug build
 //! would spend the CPU it shares with the simulators on itself and the floor would measure it.
 

@@ -3,7 +3,7 @@
 //! - `schemas [--check]`: write the JSON Schemas of the public wire types and of the registry manifest
 //!   into `schemas/`; with `--check`, only run the tests that fail when a published schema is stale,
 //!   missing or extra.
-//! - `bench [--quick] [--no-litellm] [--only ID]`: build the harness in `crates/bench` in release
+//! - `bench [--quick] [--no-litellm] [--only ID] [--gateway PATH]`: build the harness in `crates/bench` in release
 //!   and run it: it measures the gateway against its floor (straight to the simulator) and the
 //!   LiteLLM proxy, runs the criterion microbenchmarks, and writes `docs/benchmarks.md` (generated
 //!   section) and `docs/benchmarks.json`.
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> String {
-    "usage: cargo xtask schemas [--check] | cargo xtask test [--no-setup] [NEXTEST ARGS...] | cargo xtask bench [--quick] [--no-litellm] [--only ID]"
+    "usage: cargo xtask schemas [--check] | cargo xtask test [--no-setup] [NEXTEST ARGS...] | cargo xtask bench [--quick] [--no-litellm] [--only ID] [--gateway PATH]"
         .to_owned()
 }
 

@@ -1,4 +1,4 @@
-//! `imagegate-bench`: the harness behind `cargo xtask bench [--quick] [--no-litellm] [--only ID]`.
+//! `imagegate-bench`: the harness behind `cargo xtask bench [--quick] [--no-litellm] [--only ID] [--gateway PATH]`.
 //! It measures imagegate against its floor (the load generator straight to `imagegate-sim`) and
 //! the LiteLLM proxy, side by side in one run, runs the criterion microbenchmarks, and writes
 //! `docs/benchmarks.md` (between markers) and `docs/benchmarks.json`.
