@@ -581,16 +581,16 @@ async fn a_stream_its_client_left_keeps_the_keys_slot_until_the_upstream_ends() 
 }
 
 /// A request to `path` whose body starts with `head` and then stalls (never ends).
-fn stalled_body(
+fn stalled_body<H: Into<bytes::Bytes>>(
     s: &common::Setup,
     key: &str,
     path: &str,
     content_type: &str,
-    head: String,
-) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+    head: H,
+) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + use<H> {
     use futures::StreamExt as _;
-    let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(head))])
-        .chain(futures::stream::pending());
+    let body =
+        futures::stream::iter([Ok::<_, std::io::Error>(head.into())]).chain(futures::stream::pending());
     s.client
         .post(s.gateway.v1(path))
         .bearer_auth(key)
@@ -1201,4 +1201,48 @@ async fn uploads_past_the_disk_budget_are_answered_503_to_retry_and_within_it_go
     // The first upload's bytes were given back: it fits again.
     let again = edit(imagegate_e2e::png_noise(400, 3)).await.unwrap();
     assert_eq!(again.status(), 200);
+    // While an upload is on disk, /metrics shows its bytes against the budget.
+    let mut head = b"--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ngpt-image-2\r\n\
+        --b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nx\r\n\
+        --b\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n\
+        Content-Type: image/png\r\n\r\n"
+        .to_vec();
+    head.extend_from_slice(&imagegate_e2e::png_noise(400, 4)[..300 * 1024]);
+    let stalled = tokio::spawn(stalled_body(
+        &s,
+        &s.key,
+        "/images/edits",
+        "multipart/form-data; boundary=b",
+        head,
+    ));
+    let scrape = || async {
+        let text = s
+            .client
+            .get(format!("{}/metrics", s.gateway.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let value = |name: &str| -> f64 {
+            let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+            line.rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        (
+            value("imagegate_upload_disk_bytes "),
+            value("imagegate_upload_disk_budget_bytes "),
+        )
+    };
+    let mut seen = (0.0, 0.0);
+    for _ in 0..50 {
+        seen = scrape().await;
+        if seen.0 > 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(seen.0 >= 256.0 * 1024.0, "the stalled upload's bytes: {seen:?}");
+    assert_eq!(seen.1, 1024.0 * 1024.0);
+    stalled.abort();
 }

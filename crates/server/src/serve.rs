@@ -187,6 +187,7 @@ pub async fn run(
     let upstream = imagegate_upstream::HttpUpstream::new(upstream_config)
         .map_err(|e| ServeError::Upstream(e.to_string()))?
         .with_credential_store(Arc::new(StoreCredentials::new(store.clone())));
+    let upload_disk = crate::upload_disk::budget(config.uploads.disk_budget_mb, &std::env::temp_dir());
     let metrics = crate::metrics::Metrics::new(
         config
             .models
@@ -195,7 +196,8 @@ pub async fn run(
             .chain(config.models.aliases.keys())
             .chain(&config.models.agent_models)
             .cloned(),
-    );
+    )
+    .with_upload_disk(upload_disk.clone());
     let state = Arc::new(AppState {
         metrics: Arc::new(metrics),
         catalog: config.catalog(),
@@ -211,7 +213,7 @@ pub async fn run(
         in_flight: crate::in_flight::InFlight::default(),
         console_sessions,
         console_logins,
-        upload_disk: crate::upload_disk::budget(config.uploads.disk_budget_mb, &std::env::temp_dir()),
+        upload_disk,
         config: config.clone(),
     });
 

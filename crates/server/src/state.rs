@@ -33,7 +33,7 @@ pub struct AppState {
     /// Failed console sign-ins counted with the other replicas (in Redis), if they share one.
     pub console_logins: Option<Arc<dyn imagegate_console::SharedLoginCounter>>,
     /// The bound on what edit uploads keep on disk at once (see `crate::upload_disk`).
-    pub upload_disk: Option<Arc<imagegate_codec::multipart::DiskBudget>>,
+    pub upload_disk: Arc<imagegate_codec::multipart::DiskBudget>,
 }
 
 impl std::fmt::Debug for AppState {

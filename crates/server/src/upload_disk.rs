@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use imagegate_codec::multipart::DiskBudget;
 
-/// The budget: `configured_mb` megabytes, else half of what is free in `dir` now. `None` (no
-/// bound) when neither is known.
-pub fn budget(configured_mb: Option<u64>, dir: &Path) -> Option<Arc<DiskBudget>> {
+/// The budget: `configured_mb` megabytes, else half of what is free in `dir` now; without bound
+/// (but still counted, for `/metrics`) when neither is known.
+pub fn budget(configured_mb: Option<u64>, dir: &Path) -> Arc<DiskBudget> {
     let bytes = match configured_mb {
         Some(mb) => mb.saturating_mul(1024 * 1024),
         None => match free_bytes(dir) {
             Some(free) => free / 2,
             None => {
                 tracing::warn!(dir = %dir.display(), "the free space for uploads is not known: uploads on disk are not bounded; set [uploads] disk_budget_mb");
-                return None;
+                return DiskBudget::new(u64::MAX);
             }
         },
     };
@@ -25,7 +25,7 @@ pub fn budget(configured_mb: Option<u64>, dir: &Path) -> Option<Arc<DiskBudget>>
         dir = %dir.display(),
         "uploads kept on disk are bounded"
     );
-    Some(DiskBudget::new(bytes))
+    DiskBudget::new(bytes)
 }
 
 #[cfg(unix)]
@@ -46,10 +46,10 @@ mod tests {
     #[test]
     fn the_budget_is_the_configured_one_else_half_the_free_space() {
         let dir = std::env::temp_dir();
-        let configured = budget(Some(3), &dir).unwrap();
+        let configured = budget(Some(3), &dir);
         assert_eq!(configured.limit(), 3 * 1024 * 1024);
         let free = free_bytes(&dir).unwrap();
-        let default = budget(None, &dir).unwrap();
+        let default = budget(None, &dir);
         // The free space moves a little between the two readings.
         let half = free / 2;
         assert!(

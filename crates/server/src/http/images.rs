@@ -128,7 +128,7 @@ pub async fn edits(
         body.into_data_stream(),
         &boundary,
         EditLimits {
-            disk_budget: app.upload_disk.clone(),
+            disk_budget: Some(app.upload_disk.clone()),
             ..EditLimits::default()
         },
         fields_so_far,

@@ -17,16 +17,19 @@
 //! (seconds left), `imagegate_account_usable{account}`, the usage writer's
 //! `imagegate_usage_queue_depth` (a gauge) and its counters: records written, rejected, spooled,
 //! replayed and set aside (`imagegate_usage_records_*_total`) and
-//! `imagegate_usage_spool_write_failures_total`.
+//! `imagegate_usage_spool_write_failures_total`, and what edit uploads keep on disk against its bound
+//! (`imagegate_upload_disk_bytes`, `imagegate_upload_disk_budget_bytes`).
 //!
 //! Label values are bounded: `model` is an accepted model id or `other`, never what a client typed.
 
 mod scrape;
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
+use imagegate_codec::multipart::DiskBudget;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -89,6 +92,8 @@ pub struct Metrics {
     in_flight: Gauge<i64, AtomicI64>,
     known_models: HashSet<String>,
     scrape: scrape::ScrapeGauges,
+    /// What edit uploads keep on disk, and its gauge, set at scrape time.
+    upload_disk: Option<(Arc<DiskBudget>, Gauge)>,
 }
 
 /// Seconds, from 1 ms to about 10 minutes (image requests take up to 300 s).
@@ -156,6 +161,37 @@ impl Metrics {
             in_flight,
             known_models: known_models.into_iter().collect(),
             scrape,
+            upload_disk: None,
+        }
+    }
+
+    /// These metrics, reporting what uploads keep of `budget` at each scrape (and the bound, when
+    /// there is one).
+    #[must_use]
+    pub fn with_upload_disk(mut self, budget: Arc<DiskBudget>) -> Self {
+        let in_use = Gauge::default();
+        self.registry.register(
+            "upload_disk_bytes",
+            "Bytes of edit uploads kept on disk now (files over 256 KiB, in TMPDIR)",
+            in_use.clone(),
+        );
+        if budget.limit() != u64::MAX {
+            let limit = Gauge::<i64, AtomicI64>::default();
+            limit.set(i64::try_from(budget.limit()).unwrap_or(i64::MAX));
+            self.registry.register(
+                "upload_disk_budget_bytes",
+                "The most bytes edit uploads may keep on disk at once ([uploads] disk_budget_mb)",
+                limit,
+            );
+        }
+        self.upload_disk = Some((budget, in_use));
+        self
+    }
+
+    /// Sets the scrape-time gauges kept here.
+    fn update_upload_disk(&self) {
+        if let Some((budget, in_use)) = &self.upload_disk {
+            in_use.set(i64::try_from(budget.in_use()).unwrap_or(i64::MAX));
         }
     }
 

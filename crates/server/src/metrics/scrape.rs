@@ -221,6 +221,7 @@ fn saturating_i64(value: u64) -> i64 {
 pub fn render(metrics: &Metrics, pool: Option<&PoolSnapshot>, writer: &WriterStats) -> String {
     let _scraping = metrics.scrape.scraping.lock();
     metrics.scrape.update(pool, writer);
+    metrics.update_upload_disk();
     let mut out = String::with_capacity(8 * 1024);
     if let Err(err) = prometheus_client::encoding::text::encode(&mut out, &metrics.registry) {
         // Writing into a String cannot fail; keep whatever was written if it ever does.

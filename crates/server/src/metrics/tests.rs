@@ -283,3 +283,24 @@ fn waits_for_an_account_are_timed_for_requests_that_asked_for_one() {
         Some("1.5")
     );
 }
+
+#[test]
+fn what_uploads_keep_on_disk_is_shown_against_its_bound() {
+    let bounded = metrics().with_upload_disk(imagegate_codec::multipart::DiskBudget::new(3 << 20));
+    let text = render(&bounded, None, &WriterStats::default());
+    assert_eq!(
+        line(&text, "imagegate_upload_disk_bytes ").rsplit(' ').next(),
+        Some("0")
+    );
+    assert_eq!(
+        line(&text, "imagegate_upload_disk_budget_bytes ")
+            .rsplit(' ')
+            .next(),
+        Some("3145728")
+    );
+    // Without a bound, only what is kept.
+    let unbounded = metrics().with_upload_disk(imagegate_codec::multipart::DiskBudget::new(u64::MAX));
+    let text = render(&unbounded, None, &WriterStats::default());
+    assert!(text.contains("imagegate_upload_disk_bytes 0"), "{text}");
+    assert!(!text.contains("imagegate_upload_disk_budget_bytes"), "{text}");
+}
