@@ -108,6 +108,18 @@ impl Setup {
         panic!("fewer than {count} usage records after 10 s: {:?}", self.usage());
     }
 
+    /// The gateway's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.client
+            .get(format!("{}/metrics", self.gateway.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// The simulator's request counters.
     pub async fn sim_stats(&self) -> serde_json::Value {
         self.client

@@ -350,10 +350,9 @@ async fn a_request_whose_body_still_arrives_when_the_grace_period_ends_is_record
         .send();
     let in_flight = tokio::spawn(request);
     // The handler runs (and counts the request in) before it reads the body.
-    let metrics = format!("{}/metrics", s.gateway.url);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let text = s.client.get(&metrics).send().await.unwrap().text().await.unwrap();
+        let text = s.metrics().await;
         if text.lines().any(|line| line == "imagegate_requests_in_flight 1") {
             break;
         }
@@ -1216,15 +1215,7 @@ async fn uploads_past_the_disk_budget_are_answered_503_to_retry_and_within_it_go
         head,
     ));
     let scrape = || async {
-        let text = s
-            .client
-            .get(format!("{}/metrics", s.gateway.url))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = s.metrics().await;
         let value = |name: &str| -> f64 {
             let line = text.lines().find(|l| l.starts_with(name)).unwrap();
             line.rsplit(' ').next().unwrap().parse().unwrap()

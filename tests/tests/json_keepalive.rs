@@ -112,15 +112,7 @@ async fn a_failure_after_the_first_newline_is_an_error_document_under_200() {
     assert_eq!(records[0]["error_code"], "upstream_request_failed");
     // ... and says what the client got instead, as does /metrics.
     assert!(kept_alive(&records[0]), "{:?}", records[0]);
-    let metrics = s
-        .client
-        .get(format!("{}/metrics", s.gateway.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = s.metrics().await;
     let counted = "imagegate_json_keepalive_answers_total{endpoint=\"/v1/images/generations\"} 1";
     assert!(metrics.contains(counted), "{metrics}");
 }
